@@ -1,0 +1,37 @@
+#pragma once
+// Subcommand registration. Each cli/cmd_<name>.cpp defines one add_<name>_command.
+// A command's callback renders its result as text and hands it to emit(); the
+// exit code goes to state.exit_code (0 ok, 1 check failed, 2 bad input, 3 device).
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "output.hpp"
+
+namespace kvsight::cli {
+
+struct CliState {
+  std::string format_text = "table";  // --format
+  std::string output_path;            // --output: write here (atomically) instead of stdout
+  int exit_code = 0;
+  Format format() const { return parse_format(format_text); }
+};
+
+// Writes text to --output (temporary name, then rename: never a half-written
+// file) or to stdout.
+void emit(const CliState& state, const std::string& text);
+
+// Adds --format/--output to a subcommand.
+void add_output_options(CLI::App& command, CliState& state);
+
+void add_plan_command(CLI::App& app, CliState& state);
+void add_inspect_command(CLI::App& app, CliState& state);
+void add_models_command(CLI::App& app, CliState& state);
+void add_gpus_command(CLI::App& app, CliState& state);
+void add_probe_command(CLI::App& app, CliState& state);   // cli/cmd_probe.cpp (probes issue)
+void add_gates_command(CLI::App& app, CliState& state);   // cli/cmd_gates.cpp (gates issue)
+void add_cliff_command(CLI::App& app, CliState& state);   // cli/cmd_cliff.cpp (gates issue)
+
+// Runs the CLI on argv; returns the process exit code. Used by main() and tests.
+int run_cli(int argc, const char* const* argv);
+
+}  // namespace kvsight::cli

@@ -1,0 +1,46 @@
+#pragma once
+// Output in the four formats every command offers: table (aligned, for a
+// terminal), json, csv (RFC 4180), markdown. Commands build a Report (sections of
+// key/value rows) or a Table (rows x columns) plus a JSON object.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace kvsight::cli {
+
+enum class Format { table, json, csv, markdown };
+// Throws InputError("--format", ...) for anything else.
+Format parse_format(const std::string& text);
+
+struct Table {
+  std::string title;  // printed above the table in table/markdown formats
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> right_align;  // per column; numbers read better right-aligned
+};
+
+struct ReportRow {
+  std::string key;
+  std::string value;
+  std::string note;  // "estimate", "assumed", source, ...
+};
+struct ReportSection {
+  std::string title;
+  std::vector<ReportRow> rows;
+};
+struct Report {
+  std::string title;
+  std::vector<ReportSection> sections;
+  std::vector<std::string> footer;  // notes, warnings, log lines
+};
+
+std::string render_table(const Table& table, Format format);
+std::string render_report(const Report& report, Format format);
+std::string render_json(const nlohmann::json& value);
+
+// Number formatting shared by every command.
+std::string with_commas(std::uint64_t value);       // 4,831,838,208
+std::string gib(std::uint64_t bytes, int digits = 2);  // "4.50 GiB"
+std::string fixed(double value, int digits);
+
+}  // namespace kvsight::cli

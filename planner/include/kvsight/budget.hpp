@@ -1,0 +1,126 @@
+#pragma once
+// Engine budgets: how much memory an engine gives to KV on a GPU, and what that
+// buys (blocks, tokens, concurrency, the largest max_model_len that fits). One
+// implementation per engine (planner/src/engine_<name>.cpp), each citing the
+// engine source it follows (shared/reference/formulas.md, overheads.md).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvsight/footprint.hpp"
+#include "kvsight/gpu.hpp"
+#include "kvsight/model.hpp"
+#include "kvsight/weights.hpp"
+
+namespace kvsight {
+
+// Every engine's flags, named as the engines name them. Unset optionals mean
+// "the engine's default for this version/device", which the engine fills in and
+// reports in PlanResult::assumptions.
+struct EngineOptions {
+  std::string engine = "vllm";  // vllm | sglang | trtllm | llamacpp | exllamav2 | exllamav3
+  std::string engine_version;   // "" = the newest the planner knows
+  std::uint64_t context = 0;    // --context: tokens per sequence for the kv.* figures (0 = max_model_len)
+  std::uint64_t batch = 1;      // --batch
+  std::uint32_t tp = 1;         // --tensor-parallel-size / --tp
+  std::uint32_t pp = 1;         // --pipeline-parallel-size / --pp
+  std::string kv_cache_dtype = "auto";  // vLLM/SGLang/TRT-LLM --kv-cache-dtype
+  std::optional<std::uint32_t> block_size;  // vLLM --block-size (tokens_per_block for TRT-LLM, page size SGLang)
+
+  // vLLM
+  std::optional<double> gpu_memory_utilization;
+  std::optional<std::int64_t> max_model_len;  // -1 = search the largest that fits (vLLM semantics)
+  std::optional<std::uint64_t> max_num_batched_tokens;
+  std::optional<std::uint64_t> max_num_seqs;
+  std::optional<std::uint64_t> kv_cache_memory_bytes;
+  bool enforce_eager = false;         // no CUDA graphs -> no graph memory estimate
+  bool enable_prefix_caching = false;  // hybrid "align" mode keeps +1 state page
+  bool api_server = true;             // `vllm serve` defaults (vs offline LLM class)
+  // SGLang
+  std::optional<double> mem_fraction_static;
+  // TensorRT-LLM
+  std::optional<double> free_gpu_memory_fraction;
+  // llama.cpp
+  std::optional<std::uint64_t> ctx_size;  // --ctx-size (n_ctx)
+  std::uint32_t parallel = 1;             // --parallel (slots)
+  std::string cache_type_k = "f16";       // --cache-type-k
+  std::string cache_type_v = "f16";       // --cache-type-v
+  bool swa_full = false;                  // --swa-full
+  std::uint64_t ubatch_size = 512;        // --ubatch-size (n_ubatch)
+  bool kv_unified = false;                // --kv-unified
+
+  // Runtime overhead overrides (GiB); unset = the engine's stated estimate.
+  std::optional<double> activation_gib;
+  std::optional<double> non_torch_gib;
+  std::optional<double> cuda_graph_gib;
+  std::optional<double> weights_gib;  // override the weights estimate
+  std::optional<std::uint64_t> gpu_memory_bytes;  // --gpu-mem-gib, instead of the catalog figure
+};
+
+// A number the output should flag: an estimate with its range, or a default assumed.
+struct Assumption {
+  std::string name;   // "activation peak"
+  std::string value;  // "1.23 GiB (range 0.9-1.6)"
+  std::string why;    // "overheads.md estimate: T x (3I/TP + 4H) x 2 B ..."
+};
+
+struct KvFigures {
+  std::uint64_t bytes_per_token = 0;
+  std::uint64_t bytes_per_token_all_layers = 0;
+  std::uint64_t state_bytes_per_sequence = 0;
+  std::uint64_t bytes_per_sequence = 0;  // one sequence at `context` under the engine's rules
+  std::uint64_t bytes_per_batch = 0;     // x batch
+  std::uint32_t block_size = 0;          // after engine adjustment (vLLM hybrid raise)
+  std::uint64_t blocks_per_sequence = 0;  // sum over KV cache groups of pages for one sequence
+  std::uint64_t context = 0;
+  std::uint64_t batch = 0;
+};
+
+struct Capacity {
+  std::uint64_t gpu_memory_bytes = 0;   // total as the runtime reports it
+  std::uint64_t requested_bytes = 0;    // total x utilization (vLLM), or the fraction's share
+  std::uint64_t overhead_bytes = 0;     // activations + non-torch + graphs (estimates)
+  std::uint64_t available_kv_bytes = 0;  // what the engine gives to KV, per rank (min over ranks)
+  std::uint64_t page_bytes = 0;          // bytes of one block across one KV cache group
+  std::uint64_t num_blocks = 0;
+  std::uint64_t kv_tokens = 0;
+  double max_concurrency = 0.0;          // at max_model_len
+  std::uint64_t max_model_len = 0;       // the length used for max_concurrency
+  bool fits = false;                     // at least one sequence of max_model_len fits
+  std::uint64_t largest_max_model_len = 0;  // the largest max_model_len that fits (search)
+  std::uint32_t limiting_rank = 0;       // rank (tp*stage+r) that gave the minimum
+};
+
+struct PlanResult {
+  std::string engine;
+  std::string engine_version;
+  KvFigures kv;
+  WeightsEstimate weights;
+  std::optional<Capacity> capacity;  // present when a GPU (or memory size) was given
+  std::vector<std::string> engine_log;  // lines the engine itself would log
+  std::vector<Assumption> assumptions;
+  std::vector<std::string> notes;
+  std::vector<std::string> warnings;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual std::vector<std::string> known_versions() const = 0;
+  // gpu may be null: then only the kv and weights figures are computed.
+  virtual PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const = 0;
+};
+
+// Throws InputError("--engine", ...) listing the engines.
+std::unique_ptr<Engine> make_engine(const std::string& name);
+std::vector<std::string> engine_names();
+
+// vLLM's attention block size for this model: --block-size, else 16 (MLA: the
+// backend's forced size), raised for hybrid attention + recurrent models so an
+// attention page matches the state page (formulas.md step 3). Used by gates too.
+std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options);
+
+}  // namespace kvsight

@@ -1,0 +1,143 @@
+#pragma once
+// ModelSpec: the one description of a model, built from an HF config.json (file,
+// directory, local HF cache), a built-in catalog entry (same JSON form) or flags.
+// It holds per-layer attention specs, not "num_layers x kv_heads".
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvsight {
+
+enum class LayerKind {
+  full_attention,  // KV grows with the whole context
+  sliding_window,  // KV capped at `window` tokens (Mistral, Gemma 2/3, gpt-oss)
+  chunked_local,   // attention within chunks of `window` tokens (Llama 4)
+  mla,             // multi-head latent attention: one latent per token (DeepSeek-V2/V3)
+  recurrent,       // Mamba / gated delta-net / linear attention: constant state
+  shared_kv,       // reads another layer's KV, allocates none (Gemma 3n)
+  none,            // no sequence state (e.g. an MLP-only block)
+};
+std::string_view to_string(LayerKind kind);
+
+enum class RecurrentKind { mamba1, mamba2, gated_delta_net, short_conv };
+std::string_view to_string(RecurrentKind kind);
+
+// Shapes of a recurrent layer's per-sequence state, in vLLM's terms
+// (vllm/model_executor/layers/mamba/mamba_utils.py; formulas.md "Recurrent layers").
+struct RecurrentSpec {
+  RecurrentKind kind = RecurrentKind::mamba2;
+  std::uint64_t d_inner = 0;  // mamba: expand x hidden (or mamba_d_inner / n_heads x head_dim)
+  std::uint64_t d_conv = 0;   // conv kernel width (conv state keeps d_conv - 1 columns)
+  std::uint64_t d_state = 0;  // mamba ssm state size
+  std::uint64_t n_groups = 0;  // mamba2
+  std::uint64_t n_heads = 0;   // mamba2 heads
+  std::uint64_t head_dim = 0;  // mamba2 head dim
+  // gated delta-net (Qwen3-Next, Qwen3.5/3.6): linear_key_head_dim, linear_num_key_heads, ...
+  std::uint64_t key_head_dim = 0, num_key_heads = 0, value_head_dim = 0, num_value_heads = 0;
+  std::string conv_dtype = "bf16";  // conv state: model dtype
+  std::string ssm_dtype = "bf16";   // ssm state: mamba_ssm_dtype (often fp32)
+};
+
+struct LayerSpec {
+  LayerKind kind = LayerKind::full_attention;
+  std::uint32_t kv_heads = 0;    // KV heads of this layer (MLA: 1 latent)
+  std::uint32_t head_dim_k = 0;  // K head dim (MLA: kv_lora_rank + qk_rope_head_dim)
+  std::uint32_t head_dim_v = 0;  // V head dim (MLA: 0, the latent is stored once)
+  std::uint64_t window = 0;      // sliding window W or chunk size C, tokens
+  bool rope = true;              // false for NoPE layers (SmolLM3, Llama 4 global layers)
+  std::int32_t kv_source_layer = -1;  // shared_kv: index of the layer whose KV it reads
+
+  bool is_attention() const {
+    return kind == LayerKind::full_attention || kind == LayerKind::sliding_window ||
+           kind == LayerKind::chunked_local || kind == LayerKind::mla;
+  }
+  bool allocates_kv() const { return is_attention(); }
+};
+
+struct RopeScaling {
+  std::string type;  // "" (none), linear, dynamic, yarn, llama3, longrope, default, mrope, ...
+  double factor = 1.0;
+  std::uint64_t original_max_position_embeddings = 0;
+  double low_freq_factor = 0.0, high_freq_factor = 0.0;  // llama3
+  bool present() const { return !type.empty() && type != "default"; }
+};
+
+struct MlaSpec {
+  std::uint32_t kv_lora_rank = 0, q_lora_rank = 0;  // q_lora_rank 0 = plain q_proj
+  std::uint32_t qk_rope_head_dim = 0, qk_nope_head_dim = 0, v_head_dim = 0;
+};
+
+struct MoeSpec {
+  std::uint32_t num_experts = 0;  // 0 = dense
+  std::uint32_t experts_per_token = 0;
+  std::uint32_t num_shared_experts = 0;
+  std::uint64_t moe_intermediate_size = 0;
+  std::uint64_t shared_expert_intermediate_size = 0;  // when given separately (Qwen MoE)
+  std::uint32_t first_k_dense_layers = 0;             // DeepSeek first_k_dense_replace
+  std::uint32_t moe_layer_frequency = 1;              // every Nth layer is MoE (Llama 4: interleave_moe_layer_step)
+  bool is_moe() const { return num_experts > 0; }
+};
+
+struct Quantization {
+  std::string method;            // "" (none), gptq, awq, fp8, mxfp4, nvfp4, compressed-tensors, ...
+  double bits_per_weight = 0.0;  // on quantized linears; 0 = weights at the model dtype
+  std::uint32_t group_size = 0;
+};
+
+struct ModelSpec {
+  std::string id;            // catalog id or the path/org-name it was read from
+  std::string display_name;  // e.g. "HuggingFaceTB/SmolLM3-3B"
+  std::string source;        // where the config came from (URL or path)
+  std::string architecture;  // architectures[0]
+  std::string model_type;
+
+  std::uint64_t hidden_size = 0;
+  std::uint32_t num_attention_heads = 0;  // query heads
+  std::uint32_t num_kv_heads = 0;         // of standard attention layers
+  std::uint32_t head_dim = 0;             // query/key head dim of standard attention layers
+  std::uint64_t intermediate_size = 0;
+  std::uint64_t vocab_size = 0;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;
+  bool qk_norm = false;
+  std::string dtype = "bf16";  // weights and activations (torch_dtype / dtype)
+  Quantization quantization;
+  MoeSpec moe;
+  std::optional<MlaSpec> mla;
+  std::optional<RecurrentSpec> recurrent;
+
+  std::uint64_t max_position_embeddings = 0;
+  double rope_theta = 0.0;
+  RopeScaling rope_scaling;
+
+  std::string local_dir;  // directory the config came from (safetensors live there), "" otherwise
+
+  std::vector<LayerSpec> layers;
+  // Defaults assumed where the config was silent, and other facts worth saying.
+  std::vector<std::string> notes;
+
+  std::uint32_t num_layers() const { return static_cast<std::uint32_t>(layers.size()); }
+  std::uint32_t count(LayerKind kind) const;
+  std::uint32_t attention_layer_count() const;  // layers that allocate KV
+  std::uint32_t rope_layer_count() const;       // attention layers with RoPE
+  std::uint32_t nope_layer_count() const;       // attention layers without RoPE
+  bool is_hybrid() const;                       // attention and recurrent layers together
+};
+
+// Parses an HF config.json text. `origin` is used in messages and ModelSpec::source.
+// Reads nested text_config; every unknown value of a known field is an InputError
+// naming the field.
+ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin);
+
+// Resolves --model: a catalog id, a path to a config.json, a directory holding one,
+// or an "org/name" in the local Hugging Face cache ($HF_HOME/hub or
+// ~/.cache/huggingface/hub). Never the network. Throws InputError on failure,
+// listing what was tried.
+ModelSpec resolve_model(const std::string& model_arg);
+
+// Comma list and "all" (every catalog model).
+std::vector<std::string> expand_model_list(const std::string& arg);
+
+}  // namespace kvsight

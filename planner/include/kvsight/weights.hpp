@@ -1,0 +1,53 @@
+#pragma once
+// Weights footprint: parameters from shapes (dense, MoE, MLA, tied/untied),
+// bytes from the dtype and quantization config, or exact bytes from safetensors
+// headers when present. Source: shared/reference/formulas.md "Weights".
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "kvsight/model.hpp"
+
+namespace kvsight {
+
+struct WeightsEstimate {
+  std::uint64_t params = 0;            // total parameters from shapes
+  std::uint64_t embedding_params = 0;  // embedding + untied lm_head
+  std::uint64_t bytes = 0;             // total bytes (exact when `exact`)
+  std::uint64_t bytes_per_rank = 0;    // the largest share one TP/PP rank holds
+  double bits_per_weight = 16.0;       // on the linears
+  bool exact = false;                  // from safetensors headers
+  std::string method;                  // how bytes were obtained, one line
+};
+
+// Parameters from the config's shapes.
+std::uint64_t count_params(const ModelSpec& model);
+std::uint64_t count_embedding_params(const ModelSpec& model);
+
+// Bytes from shapes and quantization (embeddings/norms stay 16-bit).
+WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp = 1, std::uint32_t pp = 1);
+
+// One tensor of a safetensors header.
+struct SafetensorsTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t bytes = 0;  // data_offsets end - begin
+};
+struct SafetensorsHeader {
+  std::vector<SafetensorsTensor> tensors;
+  std::uint64_t total_bytes = 0;
+};
+// Parses the header of a safetensors file held in memory (8-byte LE length, then
+// JSON). `file_size` is the size of the whole file (offsets are checked against
+// it). Throws InputError naming `origin`.
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t file_size,
+                                           const std::string& origin);
+// Reads only the header of a file on disk.
+SafetensorsHeader read_safetensors_header(const std::string& path);
+// Sums every *.safetensors in a directory; nullopt when there is none.
+std::optional<std::uint64_t> safetensors_bytes_in_dir(const std::string& dir);
+
+}  // namespace kvsight

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of kvsight from Debian packages.
+# Non-interactive and idempotent: packages already present are not reinstalled,
+# and apt-get is not touched at all when everything is there.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libcli11-dev           # CLI parsing (cli/)
+  nlohmann-json3-dev     # JSON reading/writing (planner/, probes/, cli/)
+  libgtest-dev googletest # unit tests (tests/)
+  clang libclang-rt-14-dev # libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
+  hipcc libamdhip64-dev rocm-device-libs # HIP backend compile check (probes/)
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all dependencies present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,62 @@
+#include "test_support.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+extern char** environ;
+
+namespace kvsight::test {
+
+CliRun run_kvsight(const std::vector<std::string>& args) {
+  // Output goes to temporary files, not pipes, so a large stdout can never
+  // deadlock against an unread stderr.
+  const std::string dir = temp_dir("cli-run");
+  const std::string out_path = dir + "/out", err_path = dir + "/err";
+  std::vector<std::string> argv_text{KVSIGHT_BINARY};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv_text[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CliRun run;
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream o(out_path), e(err_path);
+  run.out.assign(std::istreambuf_iterator<char>(o), {});
+  run.err.assign(std::istreambuf_iterator<char>(e), {});
+  std::filesystem::remove_all(dir);
+  return run;
+}
+
+std::string temp_dir(const std::string& name) {
+  static int counter = 0;
+  auto path = std::filesystem::temp_directory_path() /
+              ("kvsight-test-" + std::to_string(::getpid()) + "-" + name + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path.string();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+}  // namespace kvsight::test
