@@ -109,6 +109,7 @@ struct ModelSpec {
   std::optional<RecurrentSpec> recurrent;
 
   std::uint64_t max_position_embeddings = 0;
+  std::uint64_t config_max_len = 0;  // min over every length key vLLM reads (n_positions, max_seq_len, ...)
   double rope_theta = 0.0;
   RopeScaling rope_scaling;
 
@@ -125,6 +126,14 @@ struct ModelSpec {
   std::uint32_t nope_layer_count() const;       // attention layers without RoPE
   bool is_hybrid() const;                       // attention and recurrent layers together
 };
+
+// The longest context the model config allows, as vLLM derives it
+// (vllm/config/model.py _get_and_verify_max_len): the smallest of the length keys
+// (max_position_embeddings, n_positions, max_seq_len, seq_length, ...), times the
+// rope_scaling factor unless the type is su/longrope/llama3 (whose
+// max_position_embeddings already is the extended length); yarn starts from
+// original_max_position_embeddings. Gemma 3 is exempt.
+std::uint64_t derived_max_model_len(const ModelSpec& model);
 
 // Parses an HF config.json text. `origin` is used in messages and ModelSpec::source.
 // Reads nested text_config; every unknown value of a known field is an InputError

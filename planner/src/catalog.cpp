@@ -1,0 +1,110 @@
+// The built-in catalogs, embedded at build time (cmake/embed_catalog.cmake).
+#include "kvsight/catalog.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kvsight/catalog_data.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/gpu.hpp"
+
+namespace kvsight {
+
+using json = nlohmann::json;
+
+namespace {
+
+std::vector<CatalogModel> load_models() {
+  std::vector<CatalogModel> models;
+  for (std::size_t i = 0; i < catalog_data::model_count; ++i) {
+    const auto& file = catalog_data::models[i];
+    // A broken catalog file is a build defect, not user input; the catalog test
+    // parses every entry, so this cannot ship.
+    const json root = json::parse(file.text);
+    const json meta = root.value("_kvsight", json::object());
+    CatalogModel entry;
+    std::string name = file.name;
+    entry.id = meta.value("id", name.substr(0, name.size() - 5));
+    entry.name = meta.value("name", entry.id);
+    entry.source = meta.value("source", std::string("planner/data/models/") + file.name);
+    entry.config_text = file.text;
+    models.push_back(std::move(entry));
+  }
+  return models;
+}
+
+std::uint64_t u64(const json& g, const char* key) {
+  auto it = g.find(key);
+  return it != g.end() && it->is_number() ? it->get<std::uint64_t>() : 0;
+}
+
+std::vector<GpuSpec> load_gpus() {
+  std::vector<GpuSpec> gpus;
+  const json root = json::parse(catalog_data::gpus_json);
+  for (const json& g : root.at("gpus")) {
+    GpuSpec spec;
+    spec.id = g.at("id").get<std::string>();
+    spec.name = g.value("name", spec.id);
+    spec.vendor = g.value("vendor", "");
+    spec.arch = g.value("arch", "");
+    spec.family = g.value("family", "");
+    spec.memory_bytes = u64(g, "memory_bytes");
+    spec.bandwidth_gbps = g.value("bandwidth_gbps", 0.0);
+    spec.multiprocessors = static_cast<std::uint32_t>(u64(g, "multiprocessors"));
+    spec.runtime_multiprocessors = static_cast<std::uint32_t>(u64(g, "runtime_multiprocessors"));
+    if (spec.runtime_multiprocessors == 0) spec.runtime_multiprocessors = spec.multiprocessors;
+    spec.l2_bytes = u64(g, "l2_bytes");
+    spec.last_level_cache_bytes = u64(g, "last_level_cache_bytes");
+    if (spec.last_level_cache_bytes == 0) spec.last_level_cache_bytes = spec.l2_bytes;
+    spec.fp16_tflops = g.value("fp16_tflops", 0.0);
+    spec.source = g.value("source", "");
+    spec.notes = g.value("notes", "");
+    gpus.push_back(std::move(spec));
+  }
+  return gpus;
+}
+
+}  // namespace
+
+const std::vector<CatalogModel>& model_catalog() {
+  static const std::vector<CatalogModel> models = load_models();
+  return models;
+}
+
+const CatalogModel* find_catalog_model(const std::string& id) {
+  for (const auto& m : model_catalog())
+    if (m.id == id) return &m;
+  return nullptr;
+}
+
+const std::vector<GpuSpec>& gpu_catalog() {
+  static const std::vector<GpuSpec> gpus = load_gpus();
+  return gpus;
+}
+
+const GpuSpec& find_gpu(const std::string& id) {
+  for (const auto& g : gpu_catalog())
+    if (g.id == id) return g;
+  std::string ids;
+  for (const auto& g : gpu_catalog()) ids += (ids.empty() ? "" : ", ") + g.id;
+  throw InputError("--gpu", "unknown GPU '" + id + "'; allowed: " + ids + " (or --gpu-mem-gib X)");
+}
+
+std::vector<std::string> expand_gpu_list(const std::string& arg) {
+  std::vector<std::string> out;
+  if (arg == "all") {
+    for (const auto& g : gpu_catalog()) out.push_back(g.id);
+    return out;
+  }
+  std::stringstream stream(arg);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    if (item.empty()) throw InputError("--gpu", "'" + arg + "' has an empty entry; give ids separated by commas, or all");
+    find_gpu(item);  // validate now, with the list of ids in the message
+    out.push_back(item);
+  }
+  if (out.empty()) throw InputError("--gpu", "is empty");
+  return out;
+}
+
+}  // namespace kvsight

@@ -1,0 +1,703 @@
+// Reads a Hugging Face config.json into a ModelSpec: per-layer attention kinds,
+// KV shapes, positional facts, dtype and quantization. Field semantics follow
+// huggingface/transformers models/<type>/configuration_<type>.py and the way
+// vLLM consumes them (vllm/config/model.py, vllm/model_executor/models/*.py).
+// Every value the reader does not understand is an InputError naming the field;
+// every default it assumes is recorded in ModelSpec::notes.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "kvsight/dtype.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/model.hpp"
+
+namespace kvsight {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Reads fields from the decoder config (text_config when nested) and falls back
+// to the top level for fields multimodal wrappers keep there (torch_dtype,
+// quantization_config, tie_word_embeddings).
+class ConfigReader {
+ public:
+  ConfigReader(const json& root, const json& text, std::string origin, bool nested)
+      : root_(root), text_(text), origin_(std::move(origin)), nested_(nested) {}
+
+  std::string path(const std::string& key) const { return nested_ ? "text_config." + key : key; }
+
+  const json* find(const std::string& key) const {
+    auto it = text_.find(key);
+    if (it != text_.end() && !it->is_null()) return &*it;
+    return nullptr;
+  }
+  const json* find_anywhere(const std::string& key) const {
+    if (const json* v = find(key)) return v;
+    auto it = root_.find(key);
+    if (it != root_.end() && !it->is_null()) return &*it;
+    return nullptr;
+  }
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+
+  // A positive integer field; nullopt when absent.
+  std::optional<std::uint64_t> positive(const std::string& key, bool allow_zero = false) const {
+    const json* v = find(key);
+    if (!v) return std::nullopt;
+    return as_positive(*v, path(key), allow_zero);
+  }
+  std::uint64_t required_positive(std::initializer_list<const char*> keys) const {
+    for (const char* key : keys)
+      if (auto v = positive(key)) return *v;
+    std::string names;
+    for (const char* key : keys) names += (names.empty() ? "" : " / ") + path(key);
+    throw InputError(names, "missing from " + origin_ + "; a positive integer is required");
+  }
+  std::uint64_t as_positive(const json& v, const std::string& field, bool allow_zero = false) const {
+    if (v.is_number_unsigned()) {
+      const auto x = v.get<std::uint64_t>();
+      if (x == 0 && !allow_zero) throw InputError(field, "is 0; a positive integer is required");
+      return x;
+    }
+    if (v.is_number_integer()) {
+      throw InputError(field, "is " + v.dump() + "; a positive integer is required");
+    }
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (std::isfinite(d) && d == std::floor(d) && d >= (allow_zero ? 0.0 : 1.0) && d < 1.8e19)
+        return static_cast<std::uint64_t>(d);
+      throw InputError(field, "is " + v.dump() + "; a positive integer is required");
+    }
+    throw InputError(field, "is " + v.dump() + " (" + v.type_name() + "); a positive integer is required");
+  }
+  std::uint32_t as_u32(std::uint64_t v, const std::string& field) const {
+    if (v > std::numeric_limits<std::uint32_t>::max())
+      throw InputError(field, "is " + std::to_string(v) + "; at most 4294967295 is allowed");
+    return static_cast<std::uint32_t>(v);
+  }
+  double number(const std::string& key, double fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_number()) throw InputError(path(key), "is " + v->dump() + "; a number is required");
+    return v->get<double>();
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) throw InputError(path(key), "is " + v->dump() + "; true or false is required");
+    return v->get<bool>();
+  }
+  std::string string(const std::string& key) const {
+    const json* v = find(key);
+    if (!v) return "";
+    if (!v->is_string()) throw InputError(path(key), "is " + v->dump() + "; a string is required");
+    return v->get<std::string>();
+  }
+  const std::string& origin() const { return origin_; }
+
+ private:
+  const json& root_;
+  const json& text_;
+  std::string origin_;
+  bool nested_;
+};
+
+// Model types whose config.sliding_window, when set, applies to every layer
+// (transformers passes it to every attention layer: Mistral, Mixtral, Phi-3,
+// Starcoder2; vLLM applies cache_config.sliding_window to layers without a
+// per-layer window: vllm/attention/layer.py).
+const std::set<std::string> kAllLayersSliding = {"mistral", "mixtral", "phi3", "starcoder2", "phimoe"};
+
+// Model types whose tie_word_embeddings default is true when the key is absent
+// (transformers PretrainedConfig default True; Llama-family configs pass False).
+const std::set<std::string> kTiedByDefault = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma3n",
+                                              "gemma3n_text", "smollm3", "mamba", "mamba2"};
+
+// Allowed rope_scaling types (transformers modeling_rope_utils ROPE_INIT_FUNCTIONS,
+// plus "su" (old longrope name) and "mrope" (Qwen2-VL)).
+const std::set<std::string> kRopeTypes = {"default", "linear", "dynamic", "yarn", "longrope",
+                                          "llama3", "su", "mrope", "proportional"};
+
+struct ParsedKinds {
+  std::vector<LayerKind> kinds;
+  RecurrentKind recurrent_kind = RecurrentKind::mamba2;
+  bool has_recurrent = false;
+};
+
+LayerKind kind_from_layer_type(const std::string& value, const std::string& field, RecurrentKind& rkind,
+                               bool& has_recurrent, const std::string& model_type) {
+  if (value == "full_attention" || value == "attention" || value == "global_attention") return LayerKind::full_attention;
+  if (value == "sliding_attention" || value == "sliding_window" || value == "local_attention")
+    return LayerKind::sliding_window;
+  if (value == "chunked_attention") return LayerKind::chunked_local;
+  if (value == "linear_attention") {
+    // Qwen3-Next / Qwen3.5 / Qwen3.6: gated delta-net (transformers qwen3_next).
+    has_recurrent = true;
+    rkind = RecurrentKind::gated_delta_net;
+    (void)model_type;
+    return LayerKind::recurrent;
+  }
+  if (value == "mamba" || value == "mamba2") {
+    has_recurrent = true;
+    rkind = value == "mamba" && model_type == "jamba" ? RecurrentKind::mamba1 : RecurrentKind::mamba2;
+    return LayerKind::recurrent;
+  }
+  if (value == "conv") {  // LFM2 short convolution blocks
+    has_recurrent = true;
+    rkind = RecurrentKind::short_conv;
+    return LayerKind::recurrent;
+  }
+  throw InputError(field, "unknown layer type '" + value +
+                              "'; allowed: full_attention, sliding_attention, chunked_attention, "
+                              "linear_attention, mamba, conv");
+}
+
+std::string dtype_of(const ConfigReader& r, ModelSpec& spec) {
+  for (const char* key : {"torch_dtype", "dtype"}) {
+    if (const json* v = r.find_anywhere(key)) {
+      if (!v->is_string()) throw InputError(key, "is " + v->dump() + "; a dtype name such as \"bfloat16\" is required");
+      return canonical_torch_dtype(v->get<std::string>(), key);
+    }
+  }
+  spec.notes.push_back("torch_dtype absent: assumed bfloat16");
+  return "bf16";
+}
+
+// Bits per weight on quantized linears. Sources: formulas.md "Weights" (GPTQ/AWQ
+// int4 g128 4.156 = 4 + (16-bit scale + 4-bit zero) / 128; FP8 8.0; NVFP4 4.5;
+// MXFP4 4.25 = 4 + 8-bit shared exponent / 32).
+Quantization read_quantization(const ConfigReader& r) {
+  Quantization q;
+  const json* v = r.find_anywhere("quantization_config");
+  if (!v) return q;
+  if (!v->is_object()) throw InputError("quantization_config", "is " + v->dump() + "; an object is required");
+  const json& c = *v;
+  auto str = [&](const char* key) -> std::string {
+    auto it = c.find(key);
+    return it != c.end() && it->is_string() ? it->get<std::string>() : "";
+  };
+  auto num = [&](const char* key, double fallback) -> double {
+    auto it = c.find(key);
+    return it != c.end() && it->is_number() ? it->get<double>() : fallback;
+  };
+  q.method = str("quant_method");
+  if (q.method.empty() && c.contains("load_in_4bit")) q.method = "bitsandbytes";
+  std::transform(q.method.begin(), q.method.end(), q.method.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (q.method == "gptq" || q.method == "awq" || q.method == "gptq_marlin" || q.method == "awq_marlin" ||
+      q.method == "auto-round" || q.method == "autoround") {
+    const double bits = num("bits", num("w_bit", 4));
+    double group = num("group_size", num("q_group_size", 128));
+    if (group <= 0) group = 0;  // -1 = per-channel
+    q.group_size = static_cast<std::uint32_t>(group);
+    // fp16 scale + `bits`-bit zero point per group.
+    q.bits_per_weight = bits + (group > 0 ? (16.0 + bits) / group : 0.0);
+  } else if (q.method == "fp8" || q.method == "fbgemm_fp8") {
+    q.bits_per_weight = 8.0;
+  } else if (q.method == "mxfp4") {
+    q.bits_per_weight = 4.25;
+  } else if (q.method == "modelopt" || q.method == "nvfp4" || q.method == "modelopt_fp4") {
+    const std::string algo = str("quant_algo");
+    q.bits_per_weight = (algo.find("FP8") != std::string::npos) ? 8.0 : 4.5;
+  } else if (q.method == "bitsandbytes") {
+    const bool four = c.value("load_in_4bit", false);
+    // NF4 with a fp32 absmax per 64 (4 + 32/64); int8 LLM.int8 ~8.
+    q.bits_per_weight = four ? 4.5 : 8.0;
+  } else if (q.method == "compressed-tensors" || q.method == "compressed_tensors") {
+    double bits = 8.0, group = 0;
+    if (auto groups = c.find("config_groups"); groups != c.end() && groups->is_object()) {
+      for (const auto& [name, g] : groups->items()) {
+        if (auto w = g.find("weights"); w != g.end() && w->is_object()) {
+          if (auto b = w->find("num_bits"); b != w->end() && b->is_number()) bits = b->get<double>();
+          if (auto gs = w->find("group_size"); gs != w->end() && gs->is_number()) group = gs->get<double>();
+        }
+        break;  // the first group describes the linears
+      }
+    }
+    q.group_size = group > 0 ? static_cast<std::uint32_t>(group) : 0;
+    q.bits_per_weight = bits + (group > 0 ? 16.0 / group : 0.0);
+  } else if (q.method == "bitnet") {
+    q.bits_per_weight = 1.58;
+  } else if (!q.method.empty()) {
+    throw InputError("quantization_config.quant_method",
+                     "unknown method '" + q.method +
+                         "'; allowed: gptq, awq, fp8, mxfp4, modelopt (nvfp4), bitsandbytes, compressed-tensors, "
+                         "bitnet (override the weights with --weights-gib)");
+  }
+  return q;
+}
+
+RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
+  RopeScaling rs;
+  const json* v = r.find("rope_scaling");
+  std::string field = r.path("rope_scaling");
+  // transformers v5 folds rope_theta and the scaling into rope_parameters.
+  if (const json* p = r.find("rope_parameters"); p && p->is_object()) {
+    if (auto t = p->find("rope_theta"); t != p->end() && t->is_number()) rope_theta = t->get<double>();
+    if (!v) {
+      v = p;
+      field = r.path("rope_parameters");
+    }
+  }
+  if (!v) return rs;
+  if (!v->is_object()) throw InputError(field, "is " + v->dump() + "; an object or null is required");
+  std::string type;
+  if (auto t = v->find("rope_type"); t != v->end() && t->is_string()) type = t->get<std::string>();
+  else if (auto t2 = v->find("type"); t2 != v->end() && t2->is_string()) type = t2->get<std::string>();
+  if (type.empty()) type = "default";
+  if (!kRopeTypes.count(type))
+    throw InputError(field + ".rope_type", "unknown rope scaling type '" + type +
+                                               "'; allowed: default, linear, dynamic, yarn, longrope, llama3, "
+                                               "su, mrope");
+  rs.type = type;
+  auto num = [&](const char* key, double fallback) {
+    auto it = v->find(key);
+    if (it == v->end() || it->is_null()) return fallback;
+    if (!it->is_number()) throw InputError(field + "." + key, "is " + it->dump() + "; a number is required");
+    return it->get<double>();
+  };
+  rs.factor = num("factor", 1.0);
+  if (!(rs.factor > 0.0) || !std::isfinite(rs.factor))
+    throw InputError(field + ".factor", "is " + std::to_string(rs.factor) + "; a positive number is required");
+  const double original = num("original_max_position_embeddings", 0.0);
+  if (original < 0) throw InputError(field + ".original_max_position_embeddings", "must be positive");
+  rs.original_max_position_embeddings = static_cast<std::uint64_t>(original);
+  rs.low_freq_factor = num("low_freq_factor", 0.0);
+  rs.high_freq_factor = num("high_freq_factor", 0.0);
+  return rs;
+}
+
+// Layer kinds for every layer, from whichever of the config's layer-pattern
+// fields is present. Order of precedence: explicit layer_types, then the
+// architecture-specific pattern fields.
+ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_type, std::uint64_t n, ModelSpec& spec) {
+  ParsedKinds out;
+  out.kinds.assign(n, LayerKind::full_attention);
+  const std::uint64_t sliding_window = r.positive("sliding_window").value_or(0);
+
+  if (const json* types = r.find("layer_types")) {
+    const std::string field = r.path("layer_types");
+    if (!types->is_array()) throw InputError(field, "is " + types->dump() + "; a list of layer type names is required");
+    if (types->size() != n)
+      throw InputError(field, "has " + std::to_string(types->size()) + " entries but num_hidden_layers is " +
+                                  std::to_string(n) + "; they must match");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const json& t = (*types)[i];
+      const std::string f = field + "[" + std::to_string(i) + "]";
+      if (!t.is_string()) throw InputError(f, "is " + t.dump() + "; a layer type name is required");
+      out.kinds[i] = kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, model_type);
+    }
+    return out;
+  }
+  if (const json* pattern = r.find("hybrid_override_pattern")) {
+    // Nemotron-H: one character per layer: M = Mamba2, * = attention, - = MLP,
+    // E = MoE (transformers nemotron_h configuration).
+    const std::string field = r.path("hybrid_override_pattern");
+    if (!pattern->is_string()) throw InputError(field, "is " + pattern->dump() + "; a string is required");
+    const std::string p = pattern->get<std::string>();
+    if (p.size() != n)
+      throw InputError(field, "has " + std::to_string(p.size()) + " characters but num_hidden_layers is " +
+                                  std::to_string(n) + "; they must match");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      switch (p[i]) {
+        case 'M': out.kinds[i] = LayerKind::recurrent; out.has_recurrent = true; break;
+        case '*': out.kinds[i] = LayerKind::full_attention; break;
+        case '-': case 'E': out.kinds[i] = LayerKind::none; break;
+        default:
+          throw InputError(field, std::string("character '") + p[i] + "' at " + std::to_string(i) +
+                                      " is not a layer kind; allowed: M (Mamba2), * (attention), - (MLP), E (MoE)");
+      }
+    }
+    out.recurrent_kind = RecurrentKind::mamba2;
+    return out;
+  }
+  if (r.has("attn_layer_period")) {
+    // Jamba: layer i is attention when i % period == offset, else Mamba (v1).
+    const auto period = *r.positive("attn_layer_period");
+    const auto offset = r.positive("attn_layer_offset", true).value_or(0);
+    if (offset >= period)
+      throw InputError(r.path("attn_layer_offset"), "is " + std::to_string(offset) + "; it must be below attn_layer_period " +
+                                                        std::to_string(period));
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.kinds[i] = i % period == offset ? LayerKind::full_attention : LayerKind::recurrent;
+    out.has_recurrent = true;
+    out.recurrent_kind = RecurrentKind::mamba1;
+    return out;
+  }
+  if (r.has("full_attention_interval")) {
+    // Qwen3-Next: every interval-th layer (1-based) is full attention, the rest
+    // gated delta-net (transformers qwen3_next configuration).
+    const auto interval = *r.positive("full_attention_interval");
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.kinds[i] = (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
+    out.has_recurrent = true;
+    out.recurrent_kind = RecurrentKind::gated_delta_net;
+    return out;
+  }
+  if (model_type == "mamba" || model_type == "mamba2" || model_type == "falcon_mamba") {
+    out.kinds.assign(n, LayerKind::recurrent);
+    out.has_recurrent = true;
+    out.recurrent_kind = model_type == "mamba2" ? RecurrentKind::mamba2 : RecurrentKind::mamba1;
+    return out;
+  }
+  if (r.has("attention_chunk_size")) {
+    // Llama 4: RoPE layers use chunked local attention, NoPE layers are global
+    // (transformers llama4: no_rope_layers; vLLM llama4.py use_chunked_local_attn).
+    // The caller fixes NoPE layers back to full attention once RoPE flags are known.
+    out.kinds.assign(n, LayerKind::chunked_local);
+    return out;
+  }
+  if (sliding_window > 0) {
+    if (r.has("sliding_window_pattern")) {
+      // Gemma 3 / Cohere2: every pattern-th layer (1-based) is global.
+      const auto pattern = *r.positive("sliding_window_pattern");
+      for (std::uint64_t i = 0; i < n; ++i)
+        out.kinds[i] = (i + 1) % pattern == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
+      return out;
+    }
+    if (model_type == "gemma2") {
+      // Gemma 2: even layers slide, odd layers are global (transformers gemma2:
+      // is_sliding = not bool(layer_idx % 2)).
+      for (std::uint64_t i = 0; i < n; ++i)
+        out.kinds[i] = i % 2 == 0 ? LayerKind::sliding_window : LayerKind::full_attention;
+      return out;
+    }
+    if (model_type == "gemma3_text" || model_type == "gemma3") {
+      for (std::uint64_t i = 0; i < n; ++i)
+        out.kinds[i] = (i + 1) % 6 == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
+      spec.notes.push_back("sliding_window_pattern absent: assumed Gemma 3's 6 (5 local : 1 global)");
+      return out;
+    }
+    if (r.has("use_sliding_window")) {
+      // Qwen2 family: windows only when use_sliding_window, and only on layers
+      // at or above max_window_layers (transformers qwen2 layer_types rule).
+      if (r.boolean("use_sliding_window", false)) {
+        const auto max_window_layers = r.positive("max_window_layers", true).value_or(n);
+        for (std::uint64_t i = 0; i < n; ++i)
+          out.kinds[i] = i >= max_window_layers ? LayerKind::sliding_window : LayerKind::full_attention;
+      } else {
+        spec.notes.push_back("sliding_window is set but use_sliding_window is false: full attention on every layer");
+      }
+      return out;
+    }
+    if (kAllLayersSliding.count(model_type)) {
+      out.kinds.assign(n, LayerKind::sliding_window);
+      spec.notes.push_back(model_type + ": sliding_window " + std::to_string(sliding_window) +
+                           " applies to every layer (as transformers and vLLM apply it)");
+      return out;
+    }
+    spec.notes.push_back("sliding_window " + std::to_string(sliding_window) + " is set but model_type '" + model_type +
+                         "' has no layer pattern for it: treated as full attention on every layer");
+  }
+  return out;
+}
+
+void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) {
+  RecurrentSpec rec;
+  rec.kind = kinds.recurrent_kind;
+  rec.conv_dtype = spec.dtype;
+  // The ssm (temporal) state dtype: mamba_ssm_dtype when the config names one,
+  // else the model dtype (vLLM MambaStateDtypeCalculator with
+  // mamba_ssm_cache_dtype=auto).
+  const std::string ssm_field = r.has("mamba_ssm_dtype") ? "mamba_ssm_dtype" : "";
+  if (!ssm_field.empty()) {
+    rec.ssm_dtype = canonical_torch_dtype(r.string("mamba_ssm_dtype"), r.path("mamba_ssm_dtype"));
+  } else {
+    rec.ssm_dtype = spec.dtype;
+    spec.notes.push_back("mamba_ssm_dtype absent: recurrent ssm state assumed in the model dtype (" + spec.dtype + ")");
+  }
+  const std::uint64_t hidden = spec.hidden_size;
+  auto need = [&](std::initializer_list<const char*> keys) { return r.required_positive(keys); };
+  auto opt = [&](const char* key, std::uint64_t fallback) { return r.positive(key).value_or(fallback); };
+  switch (rec.kind) {
+    case RecurrentKind::gated_delta_net:
+      rec.key_head_dim = need({"linear_key_head_dim"});
+      rec.num_key_heads = need({"linear_num_key_heads"});
+      rec.value_head_dim = need({"linear_value_head_dim"});
+      rec.num_value_heads = need({"linear_num_value_heads"});
+      rec.d_conv = need({"linear_conv_kernel_dim"});
+      break;
+    case RecurrentKind::mamba1: {
+      const std::uint64_t expand = opt("mamba_expand", opt("expand", 2));
+      rec.d_inner = r.positive("intermediate_size").has_value() && (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
+                        ? *r.positive("intermediate_size")
+                        : expand * hidden;
+      rec.d_state = opt("mamba_d_state", opt("state_size", 16));
+      rec.d_conv = opt("mamba_d_conv", opt("conv_kernel", 4));
+      break;
+    }
+    case RecurrentKind::mamba2: {
+      rec.n_heads = r.positive("mamba_num_heads").value_or(r.positive("mamba_n_heads").value_or(opt("num_heads", 0)));
+      rec.head_dim = r.positive("mamba_head_dim").value_or(r.positive("mamba_d_head").value_or(opt("head_dim", 0)));
+      rec.d_state = r.positive("ssm_state_size").value_or(r.positive("mamba_d_state").value_or(opt("state_size", 128)));
+      rec.n_groups = r.positive("n_groups").value_or(r.positive("mamba_n_groups").value_or(1));
+      rec.d_conv = r.positive("conv_kernel").value_or(r.positive("mamba_d_conv").value_or(4));
+      if (rec.n_heads == 0 || rec.head_dim == 0)
+        throw InputError(r.path("mamba_num_heads"), "Mamba2 layers need mamba_num_heads and mamba_head_dim");
+      rec.d_inner = r.positive("mamba_d_ssm").value_or(rec.n_heads * rec.head_dim);
+      break;
+    }
+    case RecurrentKind::short_conv:
+      rec.d_inner = hidden;
+      rec.d_conv = opt("conv_L_cache", 3);
+      break;
+  }
+  spec.recurrent = rec;
+}
+
+// RoPE per layer. no_rope_layers (SmolLM3, Llama 4): 1 = RoPE, 0 = NoPE
+// (transformers smollm3/llama4 configuration docstrings). The seed record that
+// reads it the other way round is wrong.
+void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
+  const std::uint64_t n = spec.layers.size();
+  if (const json* flags = r.find("no_rope_layers")) {
+    const std::string field = r.path("no_rope_layers");
+    if (!flags->is_array()) throw InputError(field, "is " + flags->dump() + "; a list of 0/1 per layer is required");
+    if (flags->size() < n)
+      throw InputError(field, "has " + std::to_string(flags->size()) + " entries for " + std::to_string(n) +
+                                  " layers; one 0/1 per layer is required");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const json& f = (*flags)[i];
+      if (!f.is_number_integer() || (f.get<std::int64_t>() != 0 && f.get<std::int64_t>() != 1))
+        throw InputError(field + "[" + std::to_string(i) + "]", "is " + f.dump() + "; 1 (RoPE) or 0 (NoPE) is required");
+      spec.layers[i].rope = f.get<std::int64_t>() == 1;
+    }
+    return;
+  }
+  if (auto interval = r.positive("no_rope_layer_interval")) {
+    for (std::uint64_t i = 0; i < n; ++i) spec.layers[i].rope = (i + 1) % *interval != 0;
+    spec.notes.push_back("no_rope_layers absent: derived from no_rope_layer_interval " + std::to_string(*interval));
+    return;
+  }
+  if (spec.model_type == "llama4_text" || spec.model_type == "llama4") {
+    for (std::uint64_t i = 0; i < n; ++i) spec.layers[i].rope = (i + 1) % 4 != 0;
+    spec.notes.push_back("no_rope_layers absent: Llama 4 default, every 4th layer NoPE");
+  }
+}
+
+}  // namespace
+
+ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
+  json root;
+  try {
+    root = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::parse_error& e) {
+    throw InputError(origin, std::string("is not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) throw InputError(origin, "is JSON but not an object; a config.json object is required");
+
+  bool nested = false;
+  const json* text = &root;
+  if (auto it = root.find("text_config"); it != root.end() && !it->is_null()) {
+    if (!it->is_object()) throw InputError("text_config", "is " + it->dump() + "; an object is required");
+    text = &*it;
+    nested = true;
+  }
+  ConfigReader r(root, *text, origin, nested);
+  ModelSpec spec;
+  spec.source = origin;
+
+  if (auto it = root.find("architectures"); it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+    spec.architecture = (*it)[0].get<std::string>();
+  spec.model_type = r.string("model_type");
+  if (spec.model_type.empty() && root.contains("model_type") && root["model_type"].is_string())
+    spec.model_type = root["model_type"].get<std::string>();
+  if (spec.model_type.empty()) spec.notes.push_back("model_type absent");
+
+  spec.dtype = dtype_of(r, spec);
+  spec.quantization = read_quantization(r);
+
+  spec.hidden_size = r.required_positive({"hidden_size", "d_model", "n_embd"});
+  const std::uint64_t n_layers = r.required_positive({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
+  if (n_layers > 100000) throw InputError(r.path("num_hidden_layers"), "is " + std::to_string(n_layers) + "; at most 100000 allowed");
+  spec.vocab_size = r.required_positive({"vocab_size", "padded_vocab_size"});
+  spec.intermediate_size = r.positive("intermediate_size").value_or(r.positive("ffn_hidden_size").value_or(0));
+
+  ParsedKinds kinds = read_layer_kinds(r, spec.model_type, n_layers, spec);
+  const bool has_attention = std::any_of(kinds.kinds.begin(), kinds.kinds.end(), [](LayerKind k) {
+    return k == LayerKind::full_attention || k == LayerKind::sliding_window || k == LayerKind::chunked_local;
+  });
+
+  // Attention shape.
+  if (has_attention || r.has("num_attention_heads")) {
+    const std::uint64_t heads = r.required_positive({"num_attention_heads", "n_head", "num_heads"});
+    spec.num_attention_heads = r.as_u32(heads, r.path("num_attention_heads"));
+    std::uint64_t kv = 0;
+    if (auto v = r.positive("num_key_value_heads")) kv = *v;
+    else if (auto v2 = r.positive("num_kv_heads")) kv = *v2;
+    else if (auto v3 = r.positive("multi_query_group_num")) kv = *v3;
+    else if (r.boolean("multi_query", false)) kv = 1;
+    else {
+      kv = heads;
+      if (has_attention) spec.notes.push_back("num_key_value_heads absent: assumed equal to num_attention_heads (MHA)");
+    }
+    if (kv > heads || heads % kv != 0)
+      throw InputError(r.path("num_key_value_heads"), std::to_string(kv) + " does not divide num_attention_heads " +
+                                                           std::to_string(heads) +
+                                                           "; kv heads must divide the query heads (GQA groups)");
+    spec.num_kv_heads = r.as_u32(kv, r.path("num_key_value_heads"));
+    if (auto hd = r.positive("head_dim")) {
+      spec.head_dim = r.as_u32(*hd, r.path("head_dim"));
+    } else if (spec.model_type == "mamba2" || spec.model_type == "nemotron_h" ? false : true) {
+      if (spec.hidden_size % heads != 0)
+        throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
+                                                 " is not a multiple of num_attention_heads " + std::to_string(heads) +
+                                                 "; give head_dim");
+      spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
+    }
+    if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
+      spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
+    spec.attention_bias = r.boolean("attention_bias", r.boolean("qkv_bias", false));
+  }
+
+  // MLA (DeepSeek-V2/V3/R1, Kimi-K2): one latent of kv_lora_rank + qk_rope_head_dim per token.
+  if (auto rank = r.positive("kv_lora_rank")) {
+    MlaSpec mla;
+    mla.kv_lora_rank = r.as_u32(*rank, r.path("kv_lora_rank"));
+    mla.q_lora_rank = r.as_u32(r.positive("q_lora_rank").value_or(0), r.path("q_lora_rank"));
+    mla.qk_rope_head_dim = r.as_u32(r.required_positive({"qk_rope_head_dim"}), r.path("qk_rope_head_dim"));
+    mla.qk_nope_head_dim = r.as_u32(r.required_positive({"qk_nope_head_dim"}), r.path("qk_nope_head_dim"));
+    mla.v_head_dim = r.as_u32(r.required_positive({"v_head_dim"}), r.path("v_head_dim"));
+    spec.mla = mla;
+  }
+
+  // MoE.
+  {
+    MoeSpec moe;
+    std::uint64_t experts = r.positive("n_routed_experts").value_or(
+        r.positive("num_local_experts").value_or(r.positive("num_experts").value_or(0)));
+    moe.num_experts = r.as_u32(experts, r.path("num_experts"));
+    if (moe.num_experts > 0) {
+      moe.experts_per_token = r.as_u32(r.positive("num_experts_per_tok").value_or(
+                                           r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
+                                       r.path("num_experts_per_tok"));
+      moe.num_shared_experts = r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
+      moe.moe_intermediate_size = r.positive("moe_intermediate_size").value_or(
+          r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
+      moe.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size", true).value_or(0);
+      moe.first_k_dense_layers = r.as_u32(r.positive("first_k_dense_replace", true).value_or(0), r.path("first_k_dense_replace"));
+      moe.moe_layer_frequency = r.as_u32(
+          r.positive("interleave_moe_layer_step").value_or(r.positive("decoder_sparse_step").value_or(
+              r.positive("moe_layer_freq").value_or(r.positive("expert_layer_period").value_or(1)))),
+          r.path("moe_layer_freq"));
+      if (moe.experts_per_token > moe.num_experts)
+        throw InputError(r.path("num_experts_per_tok"), std::to_string(moe.experts_per_token) + " exceeds the " +
+                                                            std::to_string(moe.num_experts) + " experts");
+    }
+    spec.moe = moe;
+  }
+
+  spec.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
+  if (!r.find_anywhere("tie_word_embeddings")) {
+    spec.tie_word_embeddings = kTiedByDefault.count(spec.model_type) > 0;
+    spec.notes.push_back(std::string("tie_word_embeddings absent: assumed ") +
+                         (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" + spec.model_type + "'");
+  } else if (const json* t = r.find_anywhere("tie_word_embeddings")) {
+    if (!t->is_boolean()) throw InputError("tie_word_embeddings", "is " + t->dump() + "; true or false is required");
+    spec.tie_word_embeddings = t->get<bool>();
+  }
+  spec.qk_norm = spec.model_type.rfind("qwen3", 0) == 0 || spec.model_type.rfind("gemma3", 0) == 0 ||
+                 spec.model_type == "olmo2";
+
+  // Positional facts.
+  spec.rope_theta = r.number("rope_theta", 0.0);
+  spec.rope_scaling = read_rope_scaling(r, spec.rope_theta);
+  std::uint64_t max_len = 0;
+  for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length",
+                          "max_seq_length", "seq_len"}) {
+    if (auto v = r.positive(key)) max_len = max_len == 0 ? *v : std::min(max_len, *v);
+  }
+  spec.max_position_embeddings = r.positive("max_position_embeddings").value_or(max_len);
+  spec.config_max_len = max_len;
+  if (max_len == 0) spec.notes.push_back("max_position_embeddings absent: no model length limit known");
+
+  // Layers.
+  spec.layers.resize(n_layers);
+  const std::uint64_t window = r.positive("sliding_window").value_or(0);
+  const std::uint64_t chunk = r.positive("attention_chunk_size").value_or(0);
+  for (std::uint64_t i = 0; i < n_layers; ++i) {
+    LayerSpec& layer = spec.layers[i];
+    layer.kind = kinds.kinds[i];
+    if (layer.kind == LayerKind::full_attention || layer.kind == LayerKind::sliding_window ||
+        layer.kind == LayerKind::chunked_local) {
+      if (spec.mla) {
+        // MLA caches one latent (K only) per token: kv_lora_rank + qk_rope_head_dim.
+        if (layer.kind != LayerKind::full_attention)
+          throw InputError(r.path("kv_lora_rank"), "MLA with windowed layers is not supported");
+        layer.kind = LayerKind::mla;
+        layer.kv_heads = 1;
+        layer.head_dim_k = spec.mla->kv_lora_rank + spec.mla->qk_rope_head_dim;
+        layer.head_dim_v = 0;
+      } else {
+        layer.kv_heads = spec.num_kv_heads;
+        layer.head_dim_k = spec.head_dim;
+        // Different V head dim where the config says so (e.g. v_head_dim without MLA).
+        layer.head_dim_v = r.as_u32(r.positive("v_head_dim").value_or(spec.head_dim), r.path("v_head_dim"));
+      }
+      if (layer.kind == LayerKind::sliding_window) {
+        if (window == 0)
+          throw InputError(r.path("sliding_window"), "layer " + std::to_string(i) +
+                                                          " is a sliding-window layer but sliding_window is not a positive integer");
+        layer.window = window;
+      }
+      if (layer.kind == LayerKind::chunked_local) {
+        if (chunk == 0)
+          throw InputError(r.path("attention_chunk_size"), "layer " + std::to_string(i) +
+                                                                " is chunked but attention_chunk_size is not set");
+        layer.window = chunk;
+      }
+    }
+  }
+  // Gemma 2/3 and gpt-oss and others may set a per-layer-type head dim for global layers.
+  if (auto global_hd = r.positive("global_head_dim")) {
+    for (auto& layer : spec.layers)
+      if (layer.kind == LayerKind::full_attention) layer.head_dim_k = layer.head_dim_v = r.as_u32(*global_hd, r.path("global_head_dim"));
+  }
+  if (auto global_kv = r.positive("num_global_key_value_heads")) {
+    for (auto& layer : spec.layers)
+      if (layer.kind == LayerKind::full_attention) layer.kv_heads = r.as_u32(*global_kv, r.path("num_global_key_value_heads"));
+  }
+  read_rope_flags(r, spec);
+  // Llama 4: NoPE layers are global attention, RoPE layers chunked.
+  for (auto& layer : spec.layers) {
+    if (layer.kind == LayerKind::chunked_local && !layer.rope) {
+      layer.kind = LayerKind::full_attention;
+      layer.window = 0;
+    }
+  }
+  // Gemma 3n: the last num_kv_shared_layers reuse the KV of the last earlier
+  // layer of the same attention type (transformers gemma3n
+  // Gemma3nTextAttention: kv_shared_layer_index).
+  if (auto shared = r.positive("num_kv_shared_layers", true); shared && *shared > 0) {
+    if (*shared >= n_layers)
+      throw InputError(r.path("num_kv_shared_layers"), "is " + std::to_string(*shared) + "; it must be below num_hidden_layers " +
+                                                           std::to_string(n_layers));
+    const std::uint64_t first_shared = n_layers - *shared;
+    for (std::uint64_t i = first_shared; i < n_layers; ++i) {
+      LayerSpec& layer = spec.layers[i];
+      std::int32_t source = -1;
+      for (std::uint64_t j = first_shared; j-- > 0;) {
+        if (spec.layers[j].kind == layer.kind) {
+          source = static_cast<std::int32_t>(j);
+          break;
+        }
+      }
+      if (source < 0)
+        throw InputError(r.path("num_kv_shared_layers"), "layer " + std::to_string(i) +
+                                                             " shares KV but no earlier layer has its attention type");
+      layer.kv_source_layer = source;
+      layer.kind = LayerKind::shared_kv;
+    }
+  }
+  if (kinds.has_recurrent) read_recurrent(r, kinds, spec);
+  if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
+  if (spec.layers.empty() || (spec.attention_layer_count() == 0 && !spec.recurrent))
+    throw InputError(origin, "has no attention or recurrent layers");
+  return spec;
+}
+
+}  // namespace kvsight

@@ -1,0 +1,303 @@
+// Weights footprint: parameter counts from config shapes and bytes from the
+// dtype and quantization. Source: shared/reference/formulas.md "Weights";
+// layer parameter shapes from transformers models/<type>/modeling_<type>.py.
+#include "kvsight/weights.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kvsight/checked.hpp"
+#include "kvsight/dtype.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/footprint.hpp"
+
+namespace kvsight {
+
+namespace {
+
+// Plain (non-gated) MLPs: up + down only (2 x H x I). Everyone else uses a gated
+// MLP (gate + up + down, 3 x H x I).
+bool plain_mlp(const ModelSpec& m) {
+  static const char* const plain[] = {"gpt2", "gpt_bigcode", "starcoder2", "phi", "falcon", "gpt_neox", "opt",
+                                      "bloom", "nemotron", "nemotron_h"};
+  return std::any_of(std::begin(plain), std::end(plain), [&](const char* t) { return m.model_type == t; });
+}
+
+struct ParamGroups {
+  std::uint64_t embedding = 0;  // input embedding (+ untied lm_head)
+  std::uint64_t dense_linear = 0;   // attention, dense MLP, shared experts, recurrent projections
+  std::uint64_t expert_linear = 0;  // routed experts
+  std::uint64_t other = 0;          // norms, biases, routers, convs, small vectors
+  std::vector<std::uint64_t> per_layer;  // all parameters of each decoder layer
+  std::uint64_t total() const { return embedding + dense_linear + expert_linear + other; }
+};
+
+struct Adder {
+  ParamGroups& g;
+  std::uint64_t layer = 0;
+  void dense(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { add(g.dense_linear, a, b, c); }
+  void expert(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { add(g.expert_linear, a, b, c); }
+  void other(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { add(g.other, a, b, c); }
+  void add(std::uint64_t& into, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+    const std::uint64_t n = checked_mul(checked_mul(a, b, "parameters"), c, "parameters");
+    into = checked_add(into, n, "parameters");
+    layer = checked_add(layer, n, "parameters");
+  }
+};
+
+bool is_moe_layer(const ModelSpec& m, std::uint32_t i) {
+  if (!m.moe.is_moe()) return false;
+  if (i < m.moe.first_k_dense_layers) return false;
+  const std::uint32_t freq = std::max<std::uint32_t>(1, m.moe.moe_layer_frequency);
+  return (i + 1) % freq == 0 || freq == 1;
+}
+
+ParamGroups count_groups(const ModelSpec& m) {
+  ParamGroups g;
+  const std::uint64_t H = m.hidden_size, V = m.vocab_size;
+  g.embedding = checked_mul(V, H, "embedding parameters");
+  if (!m.tie_word_embeddings) g.embedding = checked_mul(g.embedding, 2, "embedding parameters");
+  g.other = H;  // final norm
+  const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
+  const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
+  const bool nemotron_h = m.model_type == "nemotron_h";
+
+  for (std::uint32_t i = 0; i < m.num_layers(); ++i) {
+    const LayerSpec& layer = m.layers[i];
+    Adder a{g};
+    const std::uint64_t nh = m.num_attention_heads;
+    // Norms: input + post-attention (Gemma 2/3 add pre/post feed-forward norms).
+    a.other(gemma_norms ? 4 * H : 2 * H);
+    if (layer.kind == LayerKind::mla && m.mla) {
+      const MlaSpec& mla = *m.mla;
+      const std::uint64_t qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+      if (mla.q_lora_rank > 0) {
+        a.dense(H, mla.q_lora_rank);
+        a.other(mla.q_lora_rank);  // q_a_layernorm
+        a.dense(mla.q_lora_rank, nh, qk);
+      } else {
+        a.dense(H, nh, qk);
+      }
+      a.dense(H, mla.kv_lora_rank + mla.qk_rope_head_dim);  // kv_a_proj_with_mqa
+      a.other(mla.kv_lora_rank);                            // kv_a_layernorm
+      a.dense(mla.kv_lora_rank, nh, mla.qk_nope_head_dim + mla.v_head_dim);  // kv_b_proj
+      a.dense(nh, mla.v_head_dim, H);                                       // o_proj
+    } else if (layer.is_attention() || layer.kind == LayerKind::shared_kv) {
+      const std::uint64_t kv = layer.kv_heads ? layer.kv_heads : m.num_kv_heads;
+      const std::uint64_t hd = layer.head_dim_k ? layer.head_dim_k : m.head_dim;
+      const std::uint64_t hdv = layer.head_dim_v ? layer.head_dim_v : hd;
+      a.dense(H, nh, hd);       // q_proj
+      a.dense(H, kv, hd + hdv);  // k_proj + v_proj
+      a.dense(nh, hdv, H);      // o_proj
+      if (m.attention_bias) a.other(nh * hd + kv * (hd + hdv));
+      if (m.qk_norm) a.other(2 * hd);
+    } else if (layer.kind == LayerKind::recurrent && m.recurrent) {
+      const RecurrentSpec& r = *m.recurrent;
+      switch (r.kind) {
+        case RecurrentKind::mamba1: {
+          const std::uint64_t I = r.d_inner, dt_rank = ceil_div(H, 16);
+          a.dense(H, 2 * I);                      // in_proj
+          a.other(I, r.d_conv + 1);               // conv1d weight + bias
+          a.dense(I, dt_rank + 2 * r.d_state);    // x_proj
+          a.dense(dt_rank, I);                    // dt_proj
+          a.other(I, r.d_state + 2);              // A_log, D, dt bias
+          a.dense(I, H);                          // out_proj
+          break;
+        }
+        case RecurrentKind::mamba2: {
+          const std::uint64_t I = r.d_inner, conv_dim = I + 2 * r.n_groups * r.d_state;
+          a.dense(H, 2 * I + 2 * r.n_groups * r.d_state + r.n_heads);  // in_proj
+          a.other(conv_dim, r.d_conv + 1);                             // conv1d
+          a.other(3 * r.n_heads + I);                                  // dt_bias, A_log, D, norm
+          a.dense(I, H);                                               // out_proj
+          break;
+        }
+        case RecurrentKind::gated_delta_net: {
+          const std::uint64_t key_dim = r.key_head_dim * r.num_key_heads;
+          const std::uint64_t value_dim = r.value_head_dim * r.num_value_heads;
+          a.dense(H, 2 * key_dim + 2 * value_dim);  // in_proj_qkvz
+          a.dense(H, 2 * r.num_value_heads);        // in_proj_ba
+          a.other(2 * key_dim + value_dim, r.d_conv);  // conv1d
+          a.other(2 * r.num_value_heads + r.value_head_dim);  // dt_bias, A_log, norm
+          a.dense(value_dim, H);                    // out_proj
+          break;
+        }
+        case RecurrentKind::short_conv:
+          a.dense(H, 3 * H);
+          a.other(H, r.d_conv);
+          a.dense(H, H);
+          break;
+      }
+    }
+    // Feed-forward. Nemotron-H keeps MLPs in their own layers ('-' / 'E').
+    const bool has_mlp = nemotron_h ? layer.kind == LayerKind::none : true;
+    if (has_mlp) {
+      if (is_moe_layer(m, i)) {
+        const MoeSpec& moe = m.moe;
+        a.expert(moe.num_experts, mlp_mats * H, moe.moe_intermediate_size);
+        a.other(H, moe.num_experts);  // router
+        if (moe.shared_expert_intermediate_size > 0) {
+          a.dense(mlp_mats * H, moe.shared_expert_intermediate_size);
+          a.other(H);  // shared expert gate (Qwen2-MoE)
+        } else if (moe.num_shared_experts > 0) {
+          a.dense(moe.num_shared_experts, mlp_mats * H, moe.moe_intermediate_size);
+        }
+      } else if (m.intermediate_size > 0) {
+        a.dense(mlp_mats * H, m.intermediate_size);
+      }
+    }
+    g.per_layer.push_back(a.layer);
+  }
+  return g;
+}
+
+}  // namespace
+
+std::uint64_t count_params(const ModelSpec& model) { return count_groups(model).total(); }
+std::uint64_t count_embedding_params(const ModelSpec& model) { return count_groups(model).embedding; }
+
+WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::uint32_t pp) {
+  if (tp == 0) throw InputError("--tensor-parallel-size", "is 0; a positive integer is required");
+  if (pp == 0) throw InputError("--pipeline-parallel-size", "is 0; a positive integer is required");
+  const ParamGroups g = count_groups(model);
+  WeightsEstimate w;
+  w.params = g.total();
+  w.embedding_params = g.embedding;
+  const double dtype_bytes = torch_dtype_bytes(model.dtype, "torch_dtype");
+  const Quantization& q = model.quantization;
+  double dense_bpw = dtype_bytes * 8, expert_bpw = dtype_bytes * 8;
+  if (q.bits_per_weight > 0) {
+    expert_bpw = q.bits_per_weight;
+    // MXFP4 checkpoints (gpt-oss) quantize only the MoE experts; attention stays
+    // 16-bit (openai/gpt-oss config: modules_to_not_convert).
+    if (q.method != "mxfp4") dense_bpw = q.bits_per_weight;
+  }
+  w.bits_per_weight = q.bits_per_weight > 0 ? q.bits_per_weight : dtype_bytes * 8;
+  const double bytes = static_cast<double>(g.embedding + g.other) * dtype_bytes +
+                       static_cast<double>(g.dense_linear) * dense_bpw / 8.0 +
+                       static_cast<double>(g.expert_linear) * expert_bpw / 8.0;
+  if (!(bytes < 1.8e19)) throw OverflowError("weights", "byte count exceeds 64 bits");
+  w.bytes = static_cast<std::uint64_t>(std::llround(bytes));
+  w.method = q.bits_per_weight > 0
+                 ? "estimate from shapes: linears at " + std::to_string(q.bits_per_weight).substr(0, 5) + " bits (" +
+                       q.method + "), embeddings and norms at " + model.dtype
+                 : "estimate from shapes at " + model.dtype;
+
+  if (!model.local_dir.empty()) {
+    if (auto exact = safetensors_bytes_in_dir(model.local_dir)) {
+      w.bytes = *exact;
+      w.exact = true;
+      w.method = "exact: sum of tensor sizes in the safetensors headers of " + model.local_dir;
+    }
+  }
+
+  // Per rank: the largest pipeline stage's share (stage 0 holds the embedding,
+  // the last stage the LM head), sharded over tp. Norms and routers are in fact
+  // replicated; they are small and counted as sharded here.
+  const double scale = w.params > 0 ? static_cast<double>(w.bytes) / static_cast<double>(w.params) : 0.0;
+  const std::uint64_t input_embedding = checked_mul(model.vocab_size, model.hidden_size, "embedding parameters");
+  const std::uint64_t lm_head = g.embedding - (model.tie_word_embeddings ? 0 : input_embedding);
+  double largest = 0.0;
+  for (std::uint32_t stage = 0; stage < pp; ++stage) {
+    double params = 0.0;
+    for (std::uint32_t index : pp_stage_layers(model.num_layers(), pp, stage))
+      params += static_cast<double>(g.per_layer[index]);
+    if (stage == 0) params += static_cast<double>(input_embedding);
+    // With pp > 1 a tied LM head is a second copy on the last stage.
+    if (stage == pp - 1 && (pp > 1 || !model.tie_word_embeddings))
+      params += static_cast<double>(model.tie_word_embeddings ? input_embedding : lm_head);
+    if (stage == pp - 1) params += static_cast<double>(model.hidden_size);
+    largest = std::max(largest, params);
+  }
+  w.bytes_per_rank = static_cast<std::uint64_t>(std::llround(largest * scale / tp));
+  return w;
+}
+
+SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t file_size, const std::string& origin) {
+  // Format (huggingface/safetensors docs): 8-byte little-endian header length N,
+  // then N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]}, ...,
+  // "__metadata__": {...}}, then the data. Offsets are relative to the data start.
+  if (bytes.size() < 8) throw InputError(origin, "is not a safetensors file: shorter than its 8-byte header length");
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  if (header_len > file_size - 8 || header_len > bytes.size() - 8)
+    throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " is larger than the file (" +
+                                 std::to_string(file_size) + " bytes)");
+  if (header_len > 100u * 1024 * 1024)
+    throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.substr(8, header_len));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(origin, std::string("safetensors header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) throw InputError(origin, "safetensors header is not a JSON object");
+  const std::uint64_t data_size = file_size - 8 - header_len;
+  SafetensorsHeader out;
+  for (const auto& [name, tensor] : header.items()) {
+    if (name == "__metadata__") continue;
+    const std::string field = origin + ": tensor '" + name + "'";
+    if (!tensor.is_object()) throw InputError(field, "is not an object");
+    auto offsets = tensor.find("data_offsets");
+    if (offsets == tensor.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
+        !(*offsets)[1].is_number_unsigned())
+      throw InputError(field, "data_offsets must be two non-negative integers");
+    const auto begin = (*offsets)[0].get<std::uint64_t>(), end = (*offsets)[1].get<std::uint64_t>();
+    if (begin > end || end > data_size)
+      throw InputError(field, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                  "] fall outside the file's " + std::to_string(data_size) + " data bytes");
+    SafetensorsTensor t;
+    t.name = name;
+    if (auto dt = tensor.find("dtype"); dt != tensor.end() && dt->is_string()) t.dtype = dt->get<std::string>();
+    if (auto shape = tensor.find("shape"); shape != tensor.end() && shape->is_array())
+      for (const auto& d : *shape) {
+        if (!d.is_number_unsigned()) throw InputError(field, "shape entries must be non-negative integers");
+        t.shape.push_back(d.get<std::uint64_t>());
+      }
+    t.bytes = end - begin;
+    out.total_bytes = checked_add(out.total_bytes, t.bytes, "safetensors bytes");
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+SafetensorsHeader read_safetensors_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "cannot open");
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(path, "cannot read its size: " + ec.message());
+  char length_bytes[8] = {};
+  in.read(length_bytes, 8);
+  if (in.gcount() != 8) throw InputError(path, "is not a safetensors file: shorter than 8 bytes");
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(length_bytes[i]);
+  if (header_len > size - 8)
+    throw InputError(path, "safetensors header length " + std::to_string(header_len) + " is larger than the file (" +
+                               std::to_string(size) + " bytes)");
+  if (header_len > 100u * 1024 * 1024)
+    throw InputError(path, "safetensors header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
+  std::string bytes(8 + header_len, '\0');
+  std::copy(length_bytes, length_bytes + 8, bytes.begin());
+  in.read(bytes.data() + 8, static_cast<std::streamsize>(header_len));
+  if (static_cast<std::uint64_t>(in.gcount()) != header_len) throw InputError(path, "safetensors header is truncated");
+  return parse_safetensors_header(bytes, size, path);
+}
+
+std::optional<std::uint64_t> safetensors_bytes_in_dir(const std::string& dir) {
+  std::error_code ec;
+  std::uint64_t total = 0;
+  bool any = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file(ec) || entry.path().extension() != ".safetensors") continue;
+    total = checked_add(total, read_safetensors_header(entry.path().string()).total_bytes, "safetensors bytes");
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return total;
+}
+
+}  // namespace kvsight
