@@ -1,0 +1,55 @@
+#pragma once
+// Helpers shared by the engine budgets (engine_*.cpp), defined in engine_registry.cpp:
+// option checks, number formatting the way the engines' Python logs print them,
+// version parsing.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvsight/budget.hpp"
+
+namespace kvsight::engine_detail {
+
+constexpr std::uint64_t kGiBBytes = 1024ull * 1024ull * 1024ull;
+
+// "major.minor.patch" of an engine version string ("0.11.0", "v0.27.1.dev5",
+// "0.9"); suffixes after the patch number are ignored.
+struct Version {
+  int major = 0, minor = 0, patch = 0;
+  std::string text;
+  bool at_least(int ma, int mi, int pa = 0) const {
+    if (major != ma) return major > ma;
+    if (minor != mi) return minor > mi;
+    return patch >= pa;
+  }
+};
+// Throws InputError("--engine-version", ...) listing `known`.
+Version parse_version(const std::string& text, const std::vector<std::string>& known);
+
+// Python "%.2f" (glibc printf rounds the exact binary value the same way).
+std::string fixed2(double value);
+// Python f"{n:,}".
+std::string with_commas(std::uint64_t n);
+// "%.2f GiB" of a byte count.
+std::string gib2(std::uint64_t bytes);
+
+// Fractions must lie in (0, 1]; throws InputError naming `flag`.
+double check_fraction(double value, std::string_view flag);
+// Non-negative GiB override to bytes; throws InputError naming `flag`.
+std::uint64_t gib_to_bytes(double gib, std::string_view flag);
+
+// Basic checks every engine shares: tp, pp, batch >= 1.
+void check_common_options(const EngineOptions& options);
+
+// Total device memory: --gpu-mem-gib, else the catalog figure; nullopt without either.
+std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options);
+
+// Weights per rank: --weights-gib override or estimate_weights(); records an assumption.
+WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result);
+
+// The pipeline stage whose layers hold the most KV per token (ties: the first).
+std::uint32_t heaviest_stage(const ModelSpec& model, const KvTypes& types, const EngineOptions& options);
+
+}  // namespace kvsight::engine_detail

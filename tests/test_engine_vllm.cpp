@@ -1,0 +1,555 @@
+// vLLM budget: block size (incl. the hybrid raise), grouping, blocks, concurrency,
+// log lines. Every expected number is derived in the test from the shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "kvsight/budget.hpp"
+#include "kvsight/error.hpp"
+
+namespace kvsight {
+namespace {
+
+constexpr std::uint64_t kMiB = 1024ull * 1024ull;
+constexpr double kGiBd = 1024.0 * 1024.0 * 1024.0;
+
+LayerSpec attn(LayerKind kind, std::uint32_t kv_heads, std::uint32_t head_dim, std::uint64_t window = 0) {
+  LayerSpec l;
+  l.kind = kind;
+  l.kv_heads = kv_heads;
+  l.head_dim_k = head_dim;
+  l.head_dim_v = head_dim;
+  l.window = window;
+  return l;
+}
+
+// Llama-3.1-8B: 32 layers, 8 KV heads, head_dim 128, bf16, 131072 positions.
+ModelSpec llama31_8b() {
+  ModelSpec m;
+  m.id = "llama-3.1-8b-test";
+  m.architecture = "LlamaForCausalLM";
+  m.model_type = "llama";
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 14336;
+  m.vocab_size = 128256;
+  m.dtype = "bf16";
+  m.max_position_embeddings = 131072;
+  m.layers.assign(32, attn(LayerKind::full_attention, 8, 128));
+  return m;
+}
+
+bool has_line(const PlanResult& r, const std::string& line) {
+  return std::find(r.engine_log.begin(), r.engine_log.end(), line) != r.engine_log.end();
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+EngineOptions base_options(const std::string& version) {
+  EngineOptions o;
+  o.engine_version = version;
+  o.gpu_memory_bytes = static_cast<std::uint64_t>(23.58 * kGiBd);  // RTX 3090 as torch reports it
+  o.weights_gib = 14.99;
+  return o;
+}
+
+// ---------------------------------------------------------------- vllm_block_size
+
+TEST(VllmBlockSize, DenseDefaultsTo16AndKeepsUserValue) {
+  ModelSpec m = llama31_8b();
+  EngineOptions o;
+  EXPECT_EQ(vllm_block_size(m, o), 16u);
+  o.block_size = 32;
+  EXPECT_EQ(vllm_block_size(m, o), 32u);
+  o.block_size = 0;
+  EXPECT_THROW(vllm_block_size(m, o), InputError);
+}
+
+ModelSpec deepseek_v3_shape() {
+  ModelSpec m;
+  m.id = "deepseek-v3-test";
+  m.model_type = "deepseek_v3";
+  m.hidden_size = 7168;
+  m.num_attention_heads = 128;
+  m.vocab_size = 129280;
+  m.intermediate_size = 18432;
+  m.dtype = "bf16";
+  m.max_position_embeddings = 163840;
+  m.mla = MlaSpec{512, 1536, 64, 128, 128};
+  LayerSpec l;
+  l.kind = LayerKind::mla;
+  l.kv_heads = 1;
+  l.head_dim_k = 512 + 64;  // kv_lora_rank + qk_rope_head_dim
+  l.head_dim_v = 0;
+  m.layers.assign(61, l);
+  return m;
+}
+
+TEST(VllmBlockSize, MlaForcedTo64UnlessAMultiple) {
+  ModelSpec m = deepseek_v3_shape();
+  EngineOptions o;
+  EXPECT_EQ(vllm_block_size(m, o), 64u);  // FlashMLA: block % 64 != 0 -> 64
+  o.block_size = 16;
+  EXPECT_EQ(vllm_block_size(m, o), 64u);
+  o.block_size = 128;
+  EXPECT_EQ(vllm_block_size(m, o), 128u);  // already a multiple of 64
+}
+
+// Qwen3.6-27B shape (shared/reference/cliff.md): 64 layers, every 4th full attention
+// (16), 48 gated delta-net layers; attention head_dim 256, 4 KV heads, 24 Q heads;
+// linear_key_head_dim 128 x 16 key heads, linear_value_head_dim 128 x 48 value heads,
+// conv kernel 4, conv state bf16, mamba_ssm_dtype float32 (Qwen3.5/3.6 configs).
+ModelSpec qwen36_27b_shape(const std::string& ssm_dtype = "fp32") {
+  ModelSpec m;
+  m.id = "qwen3.6-27b-test";
+  m.model_type = "qwen3_5";
+  m.hidden_size = 5120;
+  m.num_attention_heads = 24;
+  m.num_kv_heads = 4;
+  m.head_dim = 256;
+  m.intermediate_size = 17408;
+  m.vocab_size = 248320;
+  m.dtype = "bf16";
+  m.max_position_embeddings = 262144;
+  RecurrentSpec r;
+  r.kind = RecurrentKind::gated_delta_net;
+  r.d_conv = 4;
+  r.key_head_dim = 128;
+  r.num_key_heads = 16;
+  r.value_head_dim = 128;
+  r.num_value_heads = 48;
+  r.conv_dtype = "bf16";
+  r.ssm_dtype = ssm_dtype;
+  m.recurrent = r;
+  for (int i = 0; i < 64; ++i) {
+    if (i % 4 == 3) {
+      m.layers.push_back(attn(LayerKind::full_attention, 4, 256));
+    } else {
+      LayerSpec l;
+      l.kind = LayerKind::recurrent;
+      m.layers.push_back(l);
+    }
+  }
+  return m;
+}
+
+TEST(VllmBlockSize, HybridRaiseGivesBlock784ForQwen36AtTp2) {
+  // conv_dim = dk nk 2 + dv nv = 128*16*2 + 128*48 = 4096 + 6144 = 10240
+  // conv  = (conv_dim / tp) x (k - 1) x 2 B = 5120 x 3 x 2      = 30,720 B
+  // ssm   = (nv / tp) x dv x dk x 4 B (fp32) = 24 x 128 x 128 x 4 = 1,572,864 B
+  // state page = 1,603,584 B
+  // attention per token per layer = 2 heads/rank x (256 + 256) x 2 B = 2,048 B
+  // block = 16 x ceil(1,603,584 / (16 x 2,048)) = 16 x ceil(48.94) = 16 x 49 = 784
+  const std::uint64_t state = 30720 + 1572864;
+  const std::uint64_t per_token = 2 * (256 + 256) * 2;
+  const std::uint64_t expected = 16 * ((state + 16 * per_token - 1) / (16 * per_token));
+  ASSERT_EQ(expected, 784u);
+  ModelSpec m = qwen36_27b_shape();
+  EngineOptions o;
+  o.tp = 2;
+  EXPECT_EQ(vllm_block_size(m, o), expected);
+  // A user block below the need is raised; one above it is kept (and the state page padded).
+  o.block_size = 16;
+  EXPECT_EQ(vllm_block_size(m, o), 784u);
+  o.block_size = 1024;
+  EXPECT_EQ(vllm_block_size(m, o), 1024u);
+}
+
+TEST(VllmBlockSize, HybridWithBf16SsmStateGives400) {
+  // ssm in bf16: 24 x 128 x 128 x 2 = 786,432; + conv 30,720 = 817,152 B
+  // 16 x ceil(817,152 / 32,768) = 16 x ceil(24.94) = 16 x 25 = 400: the fp32 state is what gives 784.
+  ModelSpec m = qwen36_27b_shape("bf16");
+  EngineOptions o;
+  o.tp = 2;
+  EXPECT_EQ(vllm_block_size(m, o), 400u);
+}
+
+TEST(VllmBlockSize, HybridPrefixCachingRoundsToTheChunk) {
+  // Prefix caching: chunk = lcm(2048 (no chunk_size in the config), 16) = 2048;
+  // ceil(1,603,584 / 2,048) = 783 tokens -> 2048 x ceil(783 / 2048) = 2048.
+  ModelSpec m = qwen36_27b_shape();
+  EngineOptions o;
+  o.tp = 2;
+  o.enable_prefix_caching = true;
+  EXPECT_EQ(vllm_block_size(m, o), 2048u);
+}
+
+// ---------------------------------------------------------------- issue #10517
+
+// RTX 3090, Llama-3.1-8B bf16, block 16: 131,072 B per token (32 x 2 x 8 x 128 x 2), so one
+// block across all 32 layers is 16 x 131,072 = 2,097,152 B = 2 MiB.
+// max_model_len 20,000: 1952 blocks (31,232 tokens), 1.56x. 1952 x 2 MiB = 3.8125 GiB,
+// logged as 3.81. max_model_len 29,000: 1478 blocks (23,648 tokens), 0.82x.
+TEST(VllmIssue10517, V0LinesAt20000) {
+  const std::uint64_t per_token = 32ull * 2 * 8 * 128 * 2;
+  ASSERT_EQ(per_token, 131072u);
+  const std::uint64_t block_bytes = 16 * per_token;
+  ASSERT_EQ(block_bytes, 2 * kMiB);
+  EngineOptions o = base_options("0.6.4");
+  o.max_model_len = 20000;
+  o.kv_cache_memory_bytes = 1952 * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.kv.bytes_per_token, per_token);
+  EXPECT_EQ(r.kv.block_size, 16u);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.capacity->num_blocks, 1952u);
+  EXPECT_EQ(r.capacity->kv_tokens, 1952u * 16u);  // 31,232
+  // V0: 1952 x 16 / 20000 = 1.5616
+  EXPECT_NEAR(r.capacity->max_concurrency, 1952.0 * 16 / 20000, 1e-12);
+  EXPECT_TRUE(r.capacity->fits);
+  // CPU blocks: swap space 4 GiB / 2 MiB = 2048 (the log in the issue).
+  EXPECT_TRUE(has_line(r, "# GPU blocks: 1952, # CPU blocks: 2048")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 20000 tokens per request: 1.56x")) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("kv_cache_size=3.81GiB"), std::string::npos) << joined(r.engine_log);
+}
+
+TEST(VllmIssue10517, V0At29000DoesNotFit) {
+  EngineOptions o = base_options("0.6.4");
+  o.max_model_len = 29000;
+  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;  // 2.88671875 GiB, logged as 2.89
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->num_blocks, 1478u);
+  EXPECT_EQ(r.capacity->kv_tokens, 1478u * 16u);  // 23,648
+  EXPECT_NEAR(r.capacity->max_concurrency, 1478.0 * 16 / 29000, 1e-12);  // 0.8154 -> 0.82x
+  EXPECT_FALSE(r.capacity->fits);
+  // ceil(L / 16) <= 1478  <=>  L <= 1478 x 16 = 23,648
+  EXPECT_EQ(r.capacity->largest_max_model_len, 23648u);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 29000 tokens per request: 0.82x")) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("stored in KV cache (23648)"), std::string::npos) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("kv_cache_size=2.89GiB"), std::string::npos);
+  EXPECT_NE(joined(r.warnings).find("largest that fits is 23648"), std::string::npos);
+}
+
+TEST(VllmIssue10517, TheRoundedGiBFigureGivesFewerBlocks) {
+  // 3.81 GiB exactly = 3.81 x 512 = 1950.72 blocks of 2 MiB -> 1950: the log rounds to
+  // 2 decimals, and 1952 blocks need >= 3.8125 GiB, so the published 3.81 hides the last 2.
+  EngineOptions o = base_options("0.6.4");
+  o.max_model_len = 20000;
+  o.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(3.81 * kGiBd));
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->num_blocks, static_cast<std::uint64_t>(std::floor(3.81 * 512)));
+  EXPECT_EQ(r.capacity->num_blocks, 1950u);
+  // And 2.89 GiB = 2.89 x 512 = 1479.68 -> 1479, one more than the published 1478.
+  o.max_model_len = 29000;
+  o.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(2.89 * kGiBd));
+  const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r2.capacity->num_blocks, 1479u);
+}
+
+TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
+  EngineOptions o = base_options("0.11.0");
+  o.max_model_len = 20000;
+  o.kv_cache_memory_bytes = 1952 * 2 * kMiB;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  // V1: concurrency = num_blocks / ceil(20000 / 16) = 1952 / 1250 = 1.5616
+  EXPECT_NEAR(r.capacity->max_concurrency, 1952.0 / 1250.0, 1e-12);
+  EXPECT_TRUE(has_line(r, "GPU KV cache size: 31,232 tokens")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 20,000 tokens per request: 1.56x")) << joined(r.engine_log);
+  // 29,000: 1478 / ceil(29000 / 16) = 1478 / 1813 = 0.815 and the start-up error.
+  o.max_model_len = 29000;
+  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_NEAR(r2.capacity->max_concurrency, 1478.0 / 1813.0, 1e-12);
+  EXPECT_FALSE(r2.capacity->fits);
+  // needed = 1813 x 2 MiB = 3.5410 GiB
+  EXPECT_NE(joined(r2.engine_log).find("(3.54 GiB KV cache is needed"), std::string::npos) << joined(r2.engine_log);
+  EXPECT_NE(joined(r2.engine_log).find("estimated maximum model length is 23648"), std::string::npos);
+}
+
+TEST(VllmAutoFit, MinusOneSearchesTheLargestLength) {
+  EngineOptions o = base_options("0.27.1");
+  o.max_model_len = -1;
+  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  // ceil(L / 16) <= 1478 -> L = 23,648; derived 131,072 does not fit.
+  EXPECT_EQ(r.capacity->max_model_len, 23648u);
+  EXPECT_TRUE(r.capacity->fits);
+  EXPECT_NEAR(r.capacity->max_concurrency, 1.0, 1e-12);  // 1478 / 1478
+  EXPECT_NE(joined(r.engine_log).find("reduced from 131072 to 23648"), std::string::npos) << joined(r.engine_log);
+}
+
+// ---------------------------------------------------------------- sliding windows
+
+TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {
+  // Mistral-7B-v0.1: 32 layers, all sliding W = 4096, 8 KV heads, head_dim 128, bf16.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 32768;
+  m.layers.assign(32, attn(LayerKind::sliding_window, 8, 128, 4096));
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;  // < 70 GiB, API server -> max_num_batched_tokens 2048
+  o.kv_cache_memory_bytes = 1000 * 2 * kMiB;  // one block = 32 x 16 x 4096 B = 2 MiB
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  // pages = ceil(min(4096 - 1 + 2048, 32768) / 16) + 1 = ceil(6143 / 16) + 1 = 384 + 1 = 385
+  const std::uint64_t pages = (6143 + 15) / 16 + 1;
+  ASSERT_EQ(pages, 385u);
+  EXPECT_EQ(r.kv.blocks_per_sequence, pages);
+  EXPECT_EQ(r.kv.bytes_per_sequence, pages * 2 * kMiB);
+  EXPECT_EQ(r.kv.bytes_per_token, 0u);  // nothing grows once the windows are full
+  EXPECT_EQ(r.kv.bytes_per_token_all_layers, 32u * 4096u);
+  EXPECT_EQ(r.capacity->num_blocks, 1000u);
+  EXPECT_NEAR(r.capacity->max_concurrency, 1000.0 / 385.0, 1e-12);  // 2.60x
+  EXPECT_EQ(r.capacity->kv_tokens, 1000u * 16u);                     // one group: blocks x block size
+  // Newer log rule: tokens = int(max_concurrency x max_model_len) = int(1000 / 385 x 32768) = 85,111
+  o.engine_version = "0.23.1";
+  const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(1000.0 / 385.0 * 32768.0));
+  EXPECT_EQ(r2.capacity->kv_tokens, 85111u);
+  EXPECT_TRUE(has_line(r2, "GPU KV cache size: 85,111 tokens")) << joined(r2.engine_log);
+}
+
+TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
+  // Gemma-2-9B shape: 42 layers alternating sliding (W 4096) / full, 8 KV heads, head_dim 256.
+  // Per token per layer 2 x 8 x 256 x 2 = 8,192 B; page 16 x 8,192 = 131,072 B.
+  // 21 + 21 layers: group size 21 (21 < 1.5 x 21), 2 groups, one block id costs 21 pages.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 8192;
+  m.layers.clear();
+  for (int i = 0; i < 42; ++i)
+    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 256, 4096) : attn(LayerKind::full_attention, 8, 256));
+  const std::uint64_t block_bytes = 21ull * 16 * 8192;
+  // pages per request at 8192: full ceil(8192/16) = 512; sliding ceil(min(4095+2048, 8192)/16)+1 = 385
+  const std::uint64_t pages = 512 + 385;
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;
+  o.kv_cache_memory_bytes = 3 * pages * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.capacity->num_blocks, 3 * pages);
+  EXPECT_NEAR(r.capacity->max_concurrency, 3.0, 1e-12);
+  EXPECT_EQ(r.kv.blocks_per_sequence, pages);
+  // 0.11 log: num_blocks // 2 groups x 16 = 2691 // 2 x 16 = 1345 x 16 = 21,520
+  EXPECT_EQ(r.capacity->kv_tokens, (3 * pages) / 2 * 16);
+  EXPECT_EQ(r.kv.bytes_per_token, 21u * 8192u);  // the full layers only
+}
+
+TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
+  // 25 sliding + 5 full (Gemma 3 style 5:1): group size 5 -> 5 + 1 = 6 groups of 5.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 8192;
+  m.layers.clear();
+  for (int i = 0; i < 30; ++i)
+    m.layers.push_back(i % 6 == 5 ? attn(LayerKind::full_attention, 8, 128) : attn(LayerKind::sliding_window, 8, 128, 1024));
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;
+  const std::uint64_t page = 16ull * 4096;
+  o.kv_cache_memory_bytes = 100 * 5 * page;
+  PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r.capacity->page_bytes, 5 * page);
+  EXPECT_EQ(r.capacity->num_blocks, 100u);
+  // pages: 1 full group ceil(8192/16) = 512, 5 sliding groups x (ceil(min(1023+2048, 8192)/16)+1 = 192+1)
+  EXPECT_EQ(r.kv.blocks_per_sequence, 512u + 5u * 193u);
+  EXPECT_TRUE(r.warnings.empty() || joined(r.warnings).find("padding") == std::string::npos);
+
+  // 12 sliding + 13 full (gpt-oss + eagle): max 13 < 1.5 x 12 -> group size 13, one padding layer.
+  m.layers.clear();
+  for (int i = 0; i < 12; ++i) m.layers.push_back(attn(LayerKind::sliding_window, 8, 128, 128));
+  for (int i = 0; i < 13; ++i) m.layers.push_back(attn(LayerKind::full_attention, 8, 128));
+  o.kv_cache_memory_bytes = 10 * 13 * page;
+  r = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r.capacity->page_bytes, 13 * page);
+  EXPECT_EQ(r.capacity->num_blocks, 10u);
+  EXPECT_NE(joined(r.warnings).find("adds 1 padding layers"), std::string::npos) << joined(r.warnings);
+}
+
+// ---------------------------------------------------------------- MLA
+
+TEST(VllmMla, DeepSeekV3LatentAndBlock64) {
+  // 61 layers x (512 + 64) x 2 B = 61 x 1,152 = 70,272 B per token; block 64;
+  // one block across all layers = 64 x 70,272 = 4,497,408 B.
+  const std::uint64_t per_token = 61ull * 576 * 2;
+  ASSERT_EQ(per_token, 70272u);
+  const std::uint64_t block_bytes = 64 * per_token;
+  // 163,840 tokens = 2560 pages of 64.
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.kv_cache_memory_bytes = 25600 * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(deepseek_v3_shape(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.kv.block_size, 64u);
+  EXPECT_EQ(r.kv.bytes_per_token, per_token);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.capacity->num_blocks, 25600u);
+  EXPECT_NEAR(r.capacity->max_concurrency, 25600.0 / 2560.0, 1e-12);
+  // The latent is replicated: the same bytes per token on every rank at TP 8.
+  o.tp = 8;
+  const PlanResult r8 = make_engine("vllm")->plan(deepseek_v3_shape(), nullptr, o);
+  EXPECT_EQ(r8.kv.bytes_per_token, per_token);
+}
+
+// ---------------------------------------------------------------- hybrid
+
+TEST(VllmHybrid, Qwen36Tp2GroupsAndConcurrency) {
+  // Block 784 (see above); attention page = 784 x 2,048 = 1,605,632 B; the state page
+  // (1,603,584 B) is padded to it. 16 full + 48 recurrent layers: group size 16,
+  // 1 + 3 = 4 groups; one block id costs 16 pages = 25,690,112 B.
+  const std::uint64_t page = 784ull * 2048;
+  const std::uint64_t block_bytes = 16 * page;
+  // Per request at 32,768: ceil(32768 / 784) = 42 attention pages + 3 x 1 state page = 45.
+  const std::uint64_t pages = (32768 + 783) / 784 + 3;
+  ASSERT_EQ(pages, 45u);
+  ModelSpec m = qwen36_27b_shape();
+  EngineOptions o;
+  o.tp = 2;
+  o.engine_version = "0.19.0";
+  o.max_model_len = 32768;
+  o.kv_cache_memory_bytes = 100 * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.kv.block_size, 784u);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.capacity->num_blocks, 100u);
+  EXPECT_EQ(r.kv.blocks_per_sequence, pages);
+  EXPECT_NEAR(r.capacity->max_concurrency, 100.0 / 45.0, 1e-12);
+  EXPECT_EQ(r.kv.state_bytes_per_sequence, 48u * (30720u + 1572864u));
+  EXPECT_EQ(r.kv.bytes_per_token, 16u * 2048u);
+  // 0.19 log: 100 // 4 groups x 784 = 19,600 (issue #40691's misleading figure)
+  EXPECT_EQ(r.capacity->kv_tokens, 100u / 4u * 784u);
+  // From 0.20: int(100 / 45 x 32768) = 72,817
+  o.engine_version = "0.23.1";
+  const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(100.0 / 45.0 * 32768.0));
+  EXPECT_EQ(r2.capacity->kv_tokens, 72817u);
+}
+
+// ---------------------------------------------------------------- TP / PP
+
+TEST(VllmParallel, KvHeadsReplicatedBeyondTheirCount) {
+  // 8 KV heads at TP 16: max(1, 8 / 16) = 1 head per rank: 32 x 1 x (128 + 128) x 2 = 16,384 B.
+  EngineOptions o;
+  o.tp = 16;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r.kv.bytes_per_token, 32u * 1u * 256u * 2u);
+  EXPECT_NE(joined(r.notes).find("replicated"), std::string::npos) << joined(r.notes);
+  // TP 2: 4 heads per rank -> 32 x 4 x 256 x 2 = 65,536 B
+  o.tp = 2;
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), nullptr, o).kv.bytes_per_token, 65536u);
+}
+
+TEST(VllmParallel, PipelineStagesTakeTheMinimumBlocks) {
+  // PP 3 over 32 layers: get_pp_indices gives 11, 11, 10 layers. One layer's page is
+  // 16 x 4,096 B = 65,536 B, so a block id costs 11 pages on the 11-layer stages.
+  EngineOptions o;
+  o.pp = 3;
+  o.engine_version = "0.11.0";
+  const std::uint64_t page = 16ull * 4096;
+  o.kv_cache_memory_bytes = 1000 * 11 * page + 5;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, 11 * page);
+  EXPECT_EQ(r.capacity->num_blocks, 1000u);  // the 10-layer stage could hold 1100
+  EXPECT_EQ(r.kv.bytes_per_token, 11u * 4096u);
+}
+
+// ---------------------------------------------------------------- budget arithmetic
+
+TEST(VllmBudget, ProfiledBudgetOnAnH100) {
+  // Llama-3.1-8B on an 80 GB H100 (79.19 GiB as torch sees it), vLLM 0.11 (util 0.90),
+  // API server on a >= 70 GiB non-A100 device: T = 8192, S = 1024.
+  GpuSpec gpu;
+  gpu.id = "h100-test";
+  gpu.name = "NVIDIA H100 80GB HBM3";
+  gpu.memory_bytes = static_cast<std::uint64_t>(79.19 * kGiBd);
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.weights_gib = 14.99;
+  o.max_model_len = 32768;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
+  ASSERT_TRUE(r.capacity);
+  const double requested = std::ceil(static_cast<double>(gpu.memory_bytes) * 0.90);
+  // forward: 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B
+  // sampler: min(1024, 8192) x 128,256 x 38 = 4,990,697,472 B (the larger)
+  const double sampler = 1024.0 * 128256 * 38;
+  const auto act = static_cast<std::uint64_t>(sampler + 0.15 * kGiBd);
+  const auto nt = static_cast<std::uint64_t>(0.1 * kGiBd);
+  const auto weights = static_cast<std::uint64_t>(std::llround(14.99 * kGiBd));
+  EXPECT_EQ(r.capacity->requested_bytes, static_cast<std::uint64_t>(requested));
+  EXPECT_EQ(r.capacity->overhead_bytes, act + nt);  // 0.11: no CUDA-graph term
+  const std::uint64_t available = static_cast<std::uint64_t>(requested) - weights - act - nt;
+  EXPECT_EQ(r.capacity->available_kv_bytes, available);
+  EXPECT_EQ(r.capacity->num_blocks, available / (2 * kMiB));
+  EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: "), std::string::npos);
+
+  // 0.23: util 0.92 and a 0.4 GiB CUDA-graph estimate; --enforce-eager drops it.
+  o.engine_version = "0.23.1";
+  const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
+  const double requested2 = std::ceil(static_cast<double>(gpu.memory_bytes) * 0.92);
+  EXPECT_EQ(r2.capacity->requested_bytes, static_cast<std::uint64_t>(requested2));
+  EXPECT_EQ(r2.capacity->overhead_bytes, act + nt + static_cast<std::uint64_t>(0.4 * kGiBd));
+  o.enforce_eager = true;
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes, act + nt);
+  // Each term can be overridden.
+  o.activation_gib = 1.0;
+  o.non_torch_gib = 0.5;
+  o.enforce_eager = false;
+  o.cuda_graph_gib = 0.25;
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes,
+            static_cast<std::uint64_t>(1.75 * kGiBd));
+}
+
+TEST(VllmBudget, NoGpuMeansNoCapacity) {
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, EngineOptions{});
+  EXPECT_FALSE(r.capacity);
+  // context 0 = max_model_len = 131,072: ceil(131072 / 16) = 8192 pages of 2 MiB
+  EXPECT_EQ(r.kv.blocks_per_sequence, 8192u);
+  EXPECT_EQ(r.kv.bytes_per_sequence, 8192u * 2 * kMiB);
+  EXPECT_EQ(r.kv.context, 131072u);
+}
+
+TEST(VllmBudget, BatchMultipliesTheSequence) {
+  EngineOptions o;
+  o.context = 1000;  // ceil(1000 / 16) = 63 pages
+  o.batch = 7;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r.kv.bytes_per_sequence, 63u * 2 * kMiB);
+  EXPECT_EQ(r.kv.bytes_per_batch, 7u * 63u * 2 * kMiB);
+}
+
+TEST(VllmErrors, BadInputsNameTheFlag) {
+  auto engine = make_engine("vllm");
+  EngineOptions o;
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;
+  o.weights_gib = 1.0;
+  o.gpu_memory_utilization = 0.0;
+  try {
+    engine->plan(llama31_8b(), nullptr, o);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "--gpu-memory-utilization");
+  }
+  o.gpu_memory_utilization = 1.5;
+  EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
+  o.gpu_memory_utilization.reset();
+  o.max_model_len = -2;
+  EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
+  o.max_model_len.reset();
+  o.engine_version = "banana";
+  EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
+  EXPECT_THROW(make_engine("tgi"), InputError);
+}
+
+TEST(EngineRegistry, ListsTheEngines) {
+  const auto names = engine_names();
+  for (const char* n : {"vllm", "sglang", "trtllm", "llamacpp"})
+    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
+  EXPECT_EQ(make_engine("VLLM")->name(), "vllm");
+}
+
+}  // namespace
+}  // namespace kvsight
