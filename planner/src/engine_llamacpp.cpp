@@ -1,9 +1,355 @@
-// Placeholder while the llamacpp budget is written.
-#include <memory>
+// llama.cpp KV-cache budget: no paging, a fixed pool of cells allocated at start-up.
+//
+// Sources (ggml-org/llama.cpp):
+//   src/llama-context.cpp        n_ctx = --ctx-size, 0 = n_ctx_train; n_seq_max = --parallel;
+//                                kv_unified; n_ctx_seq = n_ctx / n_seq_max when not unified
+//   src/llama-model.cpp          create_memory: kv_size = n_ctx (unified) or n_ctx_seq per stream;
+//                                older builds padded n_ctx to llama_kv_cache::get_padding() = 256
+//                                with flash attention (32 without)
+//   src/llama-kv-cache-iswa.cpp  SWA cache = GGML_PAD(min(size_base, n_swa x (unified ? n_seq_max : 1)
+//                                + n_ubatch), 256) cells unless --swa-full ("the SWA cache is always
+//                                padded to 256 for performance", issue #17037)
+//   src/llama-kv-cache.cpp       per layer K [n_embd_k_gqa, kv_size, n_stream] of type_k, V likewise;
+//                                log "llama_kv_cache: size = ... MiB (... cells, ... layers, .../...
+//                                seqs), K (f16): ... MiB, V (f16): ... MiB"
+//   src/llama-memory-recurrent.cpp  recurrent state: max(1, n_seq_max) cells, r and s in f32
+//   ggml/src/ggml-common.h       block sizes (q8_0 34 B per 32, ...: dtype.cpp)
+// MLA (DeepSeek2 arch): before PR #12801 (Apr 2025) the cache held decompressed per-head K
+// (n_head x (qk_nope + qk_rope)) and V (n_head x v_head_dim); from #12801 the GGUF sets
+// key_length = kv_lora_rank + n_rot (576) and value_length = kv_lora_rank (512) with one KV
+// head; PR #19067 (2026-01-24, "kv-cache : support V-less cache") drops V: K only.
+// Build numbers for those boundaries are approximate.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
+#include "engine_common.hpp"
 #include "kvsight/budget.hpp"
+#include "kvsight/checked.hpp"
+#include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
-std::unique_ptr<Engine> make_llamacpp_engine() { throw InputError("--engine", "llamacpp budget not implemented yet"); }
+namespace {
+
+using namespace engine_detail;
+
+const std::vector<std::string>& llamacpp_versions() {
+  static const std::vector<std::string> v = {"b5000", "b5200", "b6000", "b6900", "b7900"};
+  return v;
+}
+constexpr int kNewestBuild = 7900;
+constexpr int kMlaLatentBuild = 5150;   // PR #12801, approximate
+constexpr int kKvUnifiedBuild = 5900;   // --kv-unified / per-sequence streams (PR #14363), approximate
+constexpr int kNoCtxPadBuild = 6900;    // n_ctx no longer padded (only the SWA cache is), approximate
+constexpr int kVlessMlaBuild = 7850;    // PR #19067, approximate
+
+int parse_build(const std::string& text) {
+  if (text.empty()) return kNewestBuild;
+  std::string s = text;
+  if (!s.empty() && (s[0] == 'b' || s[0] == 'B')) s.erase(0, 1);
+  if (s.empty() || s.size() > 7 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    std::string known;
+    for (const auto& k : llamacpp_versions()) known += (known.empty() ? "" : ", ") + k;
+    throw InputError("--engine-version", "llama.cpp versions are build numbers like b6000; got '" + text +
+                                             "'; known: " + known);
+  }
+  return std::stoi(s);
+}
+
+std::string ggml_name(const KvDtype& t) {
+  if (t.name == "fp16") return "f16";
+  if (t.name == "fp32") return "f32";
+  return t.name;
+}
+
+const KvDtype& llama_type(const std::string& name, std::string_view flag) {
+  const KvDtype& t = find_kv_dtype(name, flag);
+  if (!t.llamacpp)
+    throw InputError(std::string(flag), "'" + name + "' is not a ggml cache type; allowed: f32, f16, bf16, q8_0, "
+                                        "q4_0, q4_1, iq4_nl, q5_0, q5_1");
+  return t;
+}
+
+// Bytes per cell of one layer: K and V rows (no tensor parallelism in llama.cpp: layers
+// are split across devices, every head stays on one).
+struct LayerCell {
+  std::uint64_t k = 0, v = 0;
+  bool swa = false;        // sliding window or chunked: the SWA cache
+  bool recurrent = false;  // recurrent memory
+};
+
+std::vector<LayerCell> layer_cells(const ModelSpec& model, const KvDtype& tk, const KvDtype& tv, int build,
+                                   PlanResult* result) {
+  std::vector<LayerCell> out;
+  bool mla_noted = false;
+  for (const LayerSpec& l : model.layers) {
+    LayerCell c;
+    switch (l.kind) {
+      case LayerKind::full_attention:
+      case LayerKind::sliding_window:
+      case LayerKind::chunked_local:
+        c.k = tk.row_bytes(std::uint64_t{l.kv_heads} * l.head_dim_k);
+        c.v = tv.row_bytes(std::uint64_t{l.kv_heads} * l.head_dim_v);
+        c.swa = l.kind != LayerKind::full_attention;
+        break;
+      case LayerKind::mla: {
+        const MlaSpec mla = model.mla.value_or(MlaSpec{});
+        std::string how;
+        if (build < kMlaLatentBuild && model.mla) {
+          // Decompressed per-head K and V.
+          c.k = tk.row_bytes(std::uint64_t{model.num_attention_heads} * (mla.qk_nope_head_dim + mla.qk_rope_head_dim));
+          c.v = tv.row_bytes(std::uint64_t{model.num_attention_heads} * mla.v_head_dim);
+          how = "decompressed per-head K (n_head x (qk_nope + qk_rope)) and V (n_head x v_head_dim)";
+        } else if (build < kVlessMlaBuild) {
+          c.k = tk.row_bytes(l.head_dim_k);  // kv_lora_rank + qk_rope_head_dim
+          c.v = tv.row_bytes(model.mla ? mla.kv_lora_rank : l.head_dim_k - 64);
+          how = "latent K (kv_lora_rank + rope) and latent V (kv_lora_rank), one head";
+        } else {
+          c.k = tk.row_bytes(l.head_dim_k);
+          how = "latent K only (kv_lora_rank + rope); V-less cache (PR #19067)";
+        }
+        if (result && !mla_noted) {
+          result->notes.push_back("MLA in llama.cpp: " + how);
+          mla_noted = true;
+        }
+        break;
+      }
+      case LayerKind::recurrent: {
+        if (!model.recurrent) break;
+        RecurrentSpec f32 = *model.recurrent;  // llama.cpp keeps r and s states in f32
+        f32.conv_dtype = "fp32";
+        f32.ssm_dtype = "fp32";
+        c.k = recurrent_state_bytes(f32, 1).total();
+        c.recurrent = true;
+        break;
+      }
+      case LayerKind::shared_kv:
+      case LayerKind::none:
+        break;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+struct Cache {
+  std::uint64_t base_cells = 0, swa_cells = 0, rec_cells = 0;
+  std::uint64_t base_k = 0, base_v = 0, swa_k = 0, swa_v = 0, rec = 0;  // bytes
+  std::uint32_t base_layers = 0, swa_layers = 0, rec_layers = 0;
+  std::uint64_t n_ctx = 0;  // after padding
+  std::uint64_t total() const { return base_k + base_v + swa_k + swa_v + rec; }
+};
+
+struct CacheParams {
+  std::uint64_t n_ctx = 0;
+  std::uint64_t n_seq = 1;
+  bool unified = false;
+  bool swa_full = false;
+  std::uint64_t n_ubatch = 512;
+  int build = kNewestBuild;
+};
+
+Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, const CacheParams& p) {
+  Cache c;
+  c.n_ctx = p.build < kNoCtxPadBuild ? round_up(p.n_ctx, 256, "n_ctx") : p.n_ctx;
+  const bool unified = p.unified || p.build < kKvUnifiedBuild;
+  const std::uint64_t streams = unified ? 1 : p.n_seq;
+  const std::uint64_t per_stream = unified ? c.n_ctx : c.n_ctx / p.n_seq;
+  std::uint64_t n_swa = 0;
+  for (const LayerSpec& l : model.layers)
+    if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local) n_swa = std::max(n_swa, l.window);
+  c.base_cells = checked_mul(per_stream, streams, "cells");
+  std::uint64_t swa_stream = std::min(per_stream, checked_add(checked_mul(n_swa, unified ? p.n_seq : 1, "swa"),
+                                                              p.n_ubatch, "swa"));
+  swa_stream = round_up(swa_stream, 256, "swa cells");
+  if (p.swa_full) swa_stream = per_stream;
+  c.swa_cells = checked_mul(swa_stream, streams, "swa cells");
+  c.rec_cells = std::max<std::uint64_t>(1, p.n_seq);
+  for (const LayerCell& l : cells) {
+    if (l.recurrent) {
+      c.rec = checked_add(c.rec, checked_mul(l.k, c.rec_cells, "state"), "state");
+      ++c.rec_layers;
+    } else if (l.swa) {
+      c.swa_k = checked_add(c.swa_k, checked_mul(l.k, c.swa_cells, "kv"), "kv");
+      c.swa_v = checked_add(c.swa_v, checked_mul(l.v, c.swa_cells, "kv"), "kv");
+      ++c.swa_layers;
+    } else if (l.k + l.v > 0) {
+      c.base_k = checked_add(c.base_k, checked_mul(l.k, c.base_cells, "kv"), "kv");
+      c.base_v = checked_add(c.base_v, checked_mul(l.v, c.base_cells, "kv"), "kv");
+      ++c.base_layers;
+    }
+  }
+  return c;
+}
+
+std::string mib(std::uint64_t bytes, int width) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%*.2f", width, static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+std::string padded(std::uint64_t n, int width) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%*llu", width, static_cast<unsigned long long>(n));
+  return buf;
+}
+
+class LlamaCppEngine final : public Engine {
+ public:
+  std::string name() const override { return "llamacpp"; }
+  std::vector<std::string> known_versions() const override { return llamacpp_versions(); }
+  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+};
+
+PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+  check_common_options(options);
+  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
+  if (options.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
+  if (options.ubatch_size == 0) throw InputError("--ubatch-size", "is 0; allowed: a positive integer");
+  PlanResult result;
+  result.engine = "llamacpp";
+  const int build = parse_build(options.engine_version);
+  result.engine_version = "b" + std::to_string(build);
+  const KvDtype& tk = llama_type(options.cache_type_k, "--cache-type-k");
+  const KvDtype& tv = llama_type(options.cache_type_v, "--cache-type-v");
+  if (tv.group_size > 0)
+    result.notes.push_back("a quantized V cache needs flash attention (llama-context.cpp)");
+  if (options.tp > 1 || options.pp > 1)
+    result.notes.push_back("llama.cpp splits layers across devices (--split-mode layer); --tp/--pp are ignored and "
+                           "all figures are for the whole model");
+  const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
+
+  // n_ctx: --ctx-size, 0 = the model's training context (llama-context.cpp: n_ctx_train).
+  const std::uint64_t n_ctx_train = model.max_position_embeddings;
+  std::uint64_t n_ctx = options.ctx_size.value_or(0);
+  if (n_ctx == 0) n_ctx = n_ctx_train;
+  if (n_ctx == 0) throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
+  result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx),
+                                options.ctx_size && *options.ctx_size ? "given" : "0 = n_ctx_train (llama-context.cpp)"});
+  const bool unified = options.kv_unified || build < kKvUnifiedBuild;
+  if (!unified && n_ctx % options.parallel != 0)
+    result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " is not a multiple of --parallel " +
+                           std::to_string(options.parallel) + ": each slot gets n_ctx / parallel (floor)");
+
+  CacheParams p{n_ctx, options.parallel, options.kv_unified, options.swa_full, options.ubatch_size, build};
+  const Cache cache = size_cache(model, cells, p);
+  const std::uint64_t slot_ctx = unified ? cache.n_ctx : cache.n_ctx / options.parallel;
+
+  // kv figures: one sequence = a single slot of `context` cells; the batch = `batch` slots.
+  std::uint64_t per_token_full = 0, per_token_all = 0, state = 0;
+  for (const LayerCell& l : cells) {
+    if (l.recurrent) state += l.k;
+    else if (l.swa) per_token_all += l.k + l.v;
+    else {
+      per_token_full += l.k + l.v;
+      per_token_all += l.k + l.v;
+    }
+  }
+  result.kv.bytes_per_token = per_token_full;
+  result.kv.bytes_per_token_all_layers = per_token_all;
+  result.kv.state_bytes_per_sequence = state;
+  const std::uint64_t context = options.context ? options.context : slot_ctx;
+  result.kv.context = context;
+  result.kv.batch = options.batch;
+  result.kv.block_size = 1;  // cells, no paging
+  CacheParams one{context, 1, true, options.swa_full, options.ubatch_size, build};
+  result.kv.bytes_per_sequence = size_cache(model, cells, one).total();
+  result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
+  CacheParams many{checked_mul(context, options.batch, "context x batch"), options.batch, options.kv_unified,
+                   options.swa_full, options.ubatch_size, build};
+  result.kv.bytes_per_batch = size_cache(model, cells, many).total();
+
+  result.weights = weights_for(model, options, result);
+
+  // The engine's own log lines.
+  result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));
+  if (!unified) result.engine_log.push_back("llama_context: n_ctx_seq     = " + std::to_string(slot_ctx));
+  auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t n_cells, std::uint32_t layers) {
+    return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(n_cells, 6) + " cells, " +
+           padded(layers, 3) + " layers, " + padded(unified ? 1 : options.parallel, 2) + "/" +
+           std::to_string(options.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) + " MiB, V (" +
+           ggml_name(tv) + "): " + mib(v, 7) + " MiB";
+  };
+  if (cache.base_layers > 0) result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.base_cells, cache.base_layers));
+  if (cache.swa_layers > 0) result.engine_log.push_back(kv_line(cache.swa_k, cache.swa_v, cache.swa_cells, cache.swa_layers));
+  if (cache.rec_layers > 0)
+    result.engine_log.push_back("llama_memory_recurrent: size = " + mib(cache.rec, 7) + " MiB (" +
+                                padded(cache.rec_cells, 6) + " cells, " + padded(cache.rec_layers, 3) +
+                                " layers), R+S (f32)");
+  if (cache.swa_layers > 0 && !options.swa_full)
+    result.notes.push_back("sliding-window layers keep " + std::to_string(cache.swa_cells) +
+                           " cells (pad(min(n_ctx, n_swa x seqs + n_ubatch), 256)); --swa-full keeps n_ctx");
+
+  const std::optional<std::uint64_t> total = total_memory(gpu, options);
+  if (!total) return result;
+
+  // Capacity: weights (all layers offloaded, -ngl 99) + KV + compute buffer must fit.
+  Capacity cap;
+  cap.gpu_memory_bytes = *total;
+  cap.requested_bytes = *total;
+  const double ub = static_cast<double>(options.ubatch_size);
+  // Compute buffer with flash attention: logits n_ubatch x n_vocab f32 plus the FFN and
+  // hidden intermediates, n_ubatch x (2 I + 4 H) x 4 B (Llama-3-8B at ubatch 512: ~258 MiB
+  // reported; estimate range +-30%, more without flash attention).
+  std::uint64_t compute = static_cast<std::uint64_t>(
+      ub * (static_cast<double>(model.vocab_size) + 2.0 * static_cast<double>(model.intermediate_size) +
+            4.0 * static_cast<double>(model.hidden_size)) * 4.0);
+  std::string compute_why = "n_ubatch x (V + 2I + 4H) x 4 B (flash attention on; range +-30%)";
+  if (options.activation_gib) {
+    compute = gib_to_bytes(*options.activation_gib, "--activation-gib");
+    compute_why = "given";
+  }
+  std::uint64_t runtime = static_cast<std::uint64_t>(0.3 * kGiB);
+  std::string runtime_why = "CUDA/HIP context, cuBLAS workspace, output buffer: 0.3 GiB (range 0.2-0.6)";
+  if (options.non_torch_gib) {
+    runtime = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+    runtime_why = "given";
+  }
+  result.assumptions.push_back({"compute buffer", gib2(compute), compute_why});
+  result.assumptions.push_back({"runtime overhead", gib2(runtime), runtime_why});
+  cap.overhead_bytes = compute + runtime;
+  const std::uint64_t used = checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
+  cap.available_kv_bytes = used < *total ? *total - used : 0;
+  cap.page_bytes = per_token_all;  // one cell across all layers
+  cap.num_blocks = cache.base_cells;
+  cap.kv_tokens = cache.base_cells;
+  cap.max_model_len = slot_ctx;
+  cap.fits = cache.total() <= cap.available_kv_bytes;
+  cap.max_concurrency = cap.fits ? static_cast<double>(options.parallel) : 0.0;
+  // Largest --ctx-size that fits (KV grows monotonically with n_ctx), reported per slot.
+  auto fits_ctx = [&](std::uint64_t ctx) {
+    CacheParams q = p;
+    q.n_ctx = ctx;
+    return size_cache(model, cells, q).total() <= cap.available_kv_bytes;
+  };
+  std::uint64_t lo = options.parallel, hi = std::max(n_ctx, n_ctx_train), best = 0;
+  if (fits_ctx(lo)) {
+    best = lo;
+    while (lo <= hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (fits_ctx(mid)) {
+        best = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
+    }
+  }
+  cap.largest_max_model_len = unified ? best : best / options.parallel;
+  if (!cap.fits) {
+    result.warnings.push_back("--ctx-size " + std::to_string(n_ctx) + " does not fit: weights " +
+                              gib2(result.weights.bytes_per_rank) + " + KV " + gib2(cache.total()) + " + compute " +
+                              gib2(cap.overhead_bytes) + " > " + gib2(*total) + "; largest --ctx-size that fits is " +
+                              std::to_string(best));
+  }
+  result.capacity = cap;
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_llamacpp_engine() { return std::make_unique<LlamaCppEngine>(); }
+
 }  // namespace kvsight
