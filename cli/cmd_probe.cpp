@@ -1,12 +1,333 @@
-// PLACEHOLDER: replaced by the owner of the 'probe' command.
+// kvsight probe: info | bandwidth | attention | sweep. Thin: the work is in
+// probes/ (kvsight/probes/probes.hpp); this file parses flags and renders.
+#include <cmath>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
 #include "commands.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/probes/probes.hpp"
+
 namespace kvsight::cli {
-void add_probe_command(CLI::App& app, CliState& state) {
-  auto* command = app.add_subcommand("probe", "(not yet available)");
-  add_output_options(*command, state);
-  command->callback([&state] {
-    throw InputError("probe", "this command is not built yet");
-  });
+namespace {
+
+namespace kp = kvsight::probes;
+
+struct ProbeFlags {
+  kp::AttentionShape shape;
+  kp::ProbeOptions options;
+  std::string backend = "auto";
+  std::string kernel = "splitkv";
+  std::string kernels = "nosplit,splitkv";
+  std::string context = "4096";
+  std::string contexts = "512,1024,2048,4096,8192,16384,32768";
+  std::string max_mem = "0.5";
+  std::string bytes = "0";
+};
+
+// "32768", "32K" / "32k" (x 1024), "1M" (x 1048576).
+std::uint64_t parse_count(const std::string& text, const std::string& flag) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(flag, "'" + text + "' is not a count; allowed: an integer, optionally with K or M (x1024)");
+  }
+  const std::string suffix = text.substr(used);
+  if (suffix.empty()) return value;
+  if (suffix == "K" || suffix == "k") return value * 1024ull;
+  if (suffix == "M" || suffix == "m") return value * 1024ull * 1024ull;
+  throw InputError(flag, "'" + text + "' has an unknown suffix; allowed: an integer, optionally with K or M");
 }
+
+std::vector<std::uint64_t> parse_counts(const std::string& text, const std::string& flag) {
+  std::vector<std::uint64_t> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(parse_count(item, flag));
+  }
+  if (out.empty()) throw InputError(flag, "empty list; allowed: comma-separated counts such as 512,1024,4K");
+  return out;
+}
+
+// Bytes with a unit (512MiB, 2GiB, 1GB, 4096) or, for --max-mem, a fraction of
+// free device memory (0 < x <= 1).
+std::uint64_t parse_bytes(const std::string& text, const std::string& flag) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw InputError(flag, "'" + text + "' is not a size; allowed: e.g. 512MiB, 2GiB, 1GB or a byte count");
+  }
+  const std::string unit = text.substr(used);
+  double scale = 1;
+  if (unit == "KiB") scale = 1024.0;
+  else if (unit == "MiB") scale = 1024.0 * 1024.0;
+  else if (unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "KB") scale = 1e3;
+  else if (unit == "MB") scale = 1e6;
+  else if (unit == "GB") scale = 1e9;
+  else if (!unit.empty() && unit != "B") {
+    throw InputError(flag, "'" + text + "' has an unknown unit; allowed: B, KiB, MiB, GiB, KB, MB, GB");
+  }
+  if (!(value >= 0) || value * scale > 1.8e19) throw InputError(flag, "'" + text + "' out of range");
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw InputError("--max-mem", "'" + text + "' invalid; allowed: a fraction of free memory in (0, 1] or a size "
+                                  "such as 2GiB");
+  }
+  if (used == text.size() && value > 0 && value <= 1) {
+    options.max_mem_fraction = value;
+    return;
+  }
+  options.max_mem_bytes = parse_bytes(text, "--max-mem");
+  options.max_mem_fraction = 0.9;  // an explicit size still leaves a tenth of free memory alone
+  if (options.max_mem_bytes == 0) throw InputError("--max-mem", "must be > 0");
+}
+
+void add_shape_options(CLI::App& command, ProbeFlags& flags) {
+  command.add_option("--head-dim", flags.shape.head_dim, "Head dimension: 64, 128, 256")->default_val(128);
+  command.add_option("--block-size", flags.shape.block_size,
+                     "Tokens per KV block: 8, 16, 32 (compiled) or any 1..4096 (runtime path, e.g. 784)")
+      ->default_val(16);
+  command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->default_val(8);
+  command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")->default_val(32);
+  command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->default_val(1);
+  command.add_option("--dtype", flags.shape.dtype, "q and KV dtype: bf16, fp16")->default_val("bf16");
+}
+
+void add_run_options(CLI::App& command, ProbeFlags& flags) {
+  command.add_option("--backend", flags.backend, "auto (cuda, then hip, then cpu), cpu, cuda, hip")
+      ->default_val("auto");
+  command.add_option("--repeats", flags.options.repeats, "Timed runs (median of them)")->default_val(20);
+  command.add_option("--warmup", flags.options.warmup, "Untimed runs first")->default_val(3);
+  command.add_option("--max-mem", flags.max_mem,
+                     "Most device memory to take: a fraction of free memory (0.5) or a size (2GiB); the cpu "
+                     "backend is also capped at 2 GiB unless a size is given")
+      ->default_val("0.5");
+  command.add_option("--threads", flags.options.threads, "cpu backend threads (0 = all hardware threads)")
+      ->default_val(0);
+  command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->default_val(20260729);
+}
+
+std::string point_status(bool correct) { return correct ? "passed" : "FAILED"; }
+
+std::string shape_text(const kp::AttentionShape& s) {
+  return "head_dim " + std::to_string(s.head_dim) + ", block " + std::to_string(s.block_size) + ", " +
+         std::to_string(s.kv_heads) + " KV / " + std::to_string(s.q_heads) + " Q heads, batch " +
+         std::to_string(s.batch) + ", " + s.dtype;
+}
+
+void run_info(CliState& state) {
+  const auto backends = kp::list_backends();
+  if (state.format() == Format::json) {
+    emit(state, render_json(nlohmann::json{{"backends", backends}}));
+    return;
+  }
+  Table table;
+  table.title = "Probe backends (memory in GiB = 2^30 bytes)";
+  table.columns = {"backend", "status", "device", "arch", "memory total", "memory free", "SM/CU", "LLC MiB",
+                   "clock MHz", "wave"};
+  table.right_align = {false, false, false, false, true, true, true, true, true, true};
+  for (const auto& backend : backends) {
+    if (backend.devices.empty()) {
+      table.rows.push_back({backend.name, backend.status, "-", "-", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    for (const auto& device : backend.devices) {
+      table.rows.push_back({backend.name, backend.status, device.name, device.arch, gib(device.memory_total),
+                            gib(device.memory_free), std::to_string(device.multiprocessors),
+                            fixed(static_cast<double>(device.last_level_cache) / (1024.0 * 1024.0), 1),
+                            fixed(device.clock_mhz, 0), std::to_string(device.wave_size)});
+    }
+  }
+  emit(state, render_table(table, state.format()));
+}
+
+void run_bandwidth(CliState& state, ProbeFlags& flags) {
+  apply_max_mem(flags.max_mem, flags.options);
+  const auto result = kp::run_bandwidth(flags.backend, parse_bytes(flags.bytes, "--bytes"), flags.options);
+  if (!result.correct) {
+    std::cerr << "kvsight: bandwidth probe check FAILED (read sum or copy contents differ)\n";
+    state.exit_code = 1;
+  }
+  if (state.format() == Format::json) {
+    emit(state, render_json(result));
+    return;
+  }
+  Table table;
+  table.title = "Bandwidth on " + result.device + " (" + result.backend + "), buffer " +
+                with_commas(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
+  table.columns = {"kernel", "bytes", "median us", "p10 us", "p90 us", "spread", "GB/s", "check"};
+  table.right_align = {false, true, true, true, true, true, true, false};
+  const auto row = [&](const std::string& name, std::uint64_t bytes, const kp::Timing& t, double gbps) {
+    table.rows.push_back({name, with_commas(bytes), fixed(t.median_us, 1), fixed(t.p10_us, 1), fixed(t.p90_us, 1),
+                          fixed(t.spread, 3), fixed(gbps, 2), point_status(result.correct)});
+  };
+  row("read", result.read_bytes, result.read, result.read_gbps);
+  row("copy", result.copy_bytes, result.copy, result.copy_gbps);
+  emit(state, render_table(table, state.format()));
+}
+
+void run_attention(CliState& state, ProbeFlags& flags) {
+  apply_max_mem(flags.max_mem, flags.options);
+  flags.shape.context = parse_count(flags.context, "--context");
+  kp::validate_kernel(flags.kernel);
+  const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
+  if (!result.point.correct) {
+    std::cerr << "kvsight: reference check FAILED: max relative error " << result.point.max_error << " > bound "
+              << kp::error_bound(result.shape.dtype) << "\n";
+    state.exit_code = 1;
+  }
+  if (state.format() == Format::json) {
+    emit(state, render_json(result));
+    return;
+  }
+  Report report;
+  report.title = "Paged decode attention: " + result.kernel + " on " + result.device + " (" + result.backend + ")";
+  const auto& p = result.point;
+  report.sections.push_back({"shape",
+                             {{"shape", shape_text(result.shape), ""},
+                              {"context", with_commas(p.context), "tokens per sequence"},
+                              {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
+  report.sections.push_back(
+      {"timing",
+       {{"time", fixed(p.time_us, 2) + " us", "median of " + std::to_string(result.repeats) + " runs after " +
+                                                  std::to_string(result.warmup) + " warm-up"},
+        {"spread", fixed(p.spread, 3), "(p90 - p10) / median"},
+        {"bytes", with_commas(p.bytes), "K+V for the context + block table + seq lens + q + out"},
+        {"bandwidth", fixed(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
+        {"input sets", std::to_string(p.buffer_sets), "rotated between runs"}}});
+  report.sections.push_back({"check",
+                             {{"reference", point_status(p.correct), "float64 on the same inputs"},
+                              {"max relative error", fixed(p.max_error * 1e6, 3) + "e-6",
+                               "bound " + fixed(kp::error_bound(result.shape.dtype) * 1e6, 1) + "e-6"}}});
+  emit(state, render_report(report, state.format()));
+}
+
+void run_sweep(CliState& state, ProbeFlags& flags) {
+  apply_max_mem(flags.max_mem, flags.options);
+  std::vector<std::string> kernels;
+  {
+    std::stringstream in(flags.kernels);
+    for (std::string item; std::getline(in, item, ',');) {
+      if (item.empty()) continue;
+      try {
+        kp::validate_kernel(item);
+      } catch (const InputError&) {
+        throw InputError("--kernels", "'" + item + "' unknown; allowed: nosplit, splitkv (comma-separated)");
+      }
+      kernels.push_back(item);
+    }
+  }
+  if (kernels.empty()) throw InputError("--kernels", "empty; allowed: nosplit, splitkv (comma-separated)");
+  const auto contexts = parse_counts(flags.contexts, "--contexts");
+  flags.options.progress = [](const std::string& line) { std::cerr << "kvsight probe sweep: " << line << "\n"; };
+  const auto results = kp::run_sweeps(flags.backend, kernels, flags.shape, contexts, flags.options);
+  bool all_correct = true;
+  for (const auto& result : results) {
+    for (const auto& point : result.points) all_correct = all_correct && point.correct;
+  }
+  if (!all_correct) {
+    std::cerr << "kvsight: reference check FAILED for at least one point (see 'correct')\n";
+    state.exit_code = 1;
+  }
+  if (state.format() == Format::json) {
+    nlohmann::json out = {{"backend", results.front().backend},
+                          {"device", results.front().device},
+                          {"shape", results.front().shape},
+                          {"kernels", kernels}};
+    for (const auto& result : results) out[result.kernel] = result;
+    emit(state, render_json(out));
+    return;
+  }
+  Table table;
+  table.title = "Decode sweep on " + results.front().device + " (" + results.front().backend + "): " +
+                shape_text(results.front().shape);
+  table.columns = {"context"};
+  for (const auto& result : results) {
+    table.columns.push_back(result.kernel + " us");
+    table.columns.push_back(result.kernel + " GB/s");
+    if (result.kernel == "splitkv") table.columns.push_back("splits");
+  }
+  table.columns.push_back("bytes");
+  table.columns.push_back("check");
+  table.right_align.assign(table.columns.size(), true);
+  table.right_align.back() = false;
+  for (std::size_t i = 0; i < contexts.size(); ++i) {
+    std::vector<std::string> row = {with_commas(contexts[i])};
+    bool correct = true;
+    for (const auto& result : results) {
+      const auto& p = result.points[i];
+      row.push_back(fixed(p.time_us, 1));
+      row.push_back(fixed(p.gbps, 2));
+      if (result.kernel == "splitkv") row.push_back(std::to_string(p.splits));
+      correct = correct && p.correct;
+    }
+    row.push_back(with_commas(results.front().points[i].bytes));
+    row.push_back(point_status(correct));
+    table.rows.push_back(row);
+  }
+  std::string text = render_table(table, state.format());
+  if (state.format() == Format::table || state.format() == Format::markdown) {
+    std::ostringstream footer;
+    for (const auto& result : results) {
+      footer << "\n" << result.kernel << ": slope " << fixed(result.slope_us_per_token, 4)
+             << " us per context token (least squares), growth " << fixed(result.growth, 2)
+             << "x (last / first time)\n";
+    }
+    text += footer.str();
+  }
+  emit(state, text);
+}
+
+}  // namespace
+
+void add_probe_command(CLI::App& app, CliState& state) {
+  auto* probe = app.add_subcommand("probe", "Paged-attention and bandwidth probes on this node (cpu, cuda, hip)");
+  probe->require_subcommand(1);
+  auto flags = std::make_shared<ProbeFlags>();
+
+  auto* info = probe->add_subcommand("info", "Backends compiled in this build and the devices they find");
+  add_output_options(*info, state);
+  info->callback([&state] { run_info(state); });
+
+  auto* bandwidth = probe->add_subcommand("bandwidth", "Streaming read and copy bandwidth (BabelStream-style)");
+  add_output_options(*bandwidth, state);
+  add_run_options(*bandwidth, *flags);
+  bandwidth->add_option("--bytes", flags->bytes, "Buffer size (e.g. 512MiB); 0 = far larger than the LLC")
+      ->default_val("0");
+  bandwidth->callback([&state, flags] { run_bandwidth(state, *flags); });
+
+  auto* attention = probe->add_subcommand("attention", "One paged-decode attention kernel at one context");
+  add_output_options(*attention, state);
+  add_shape_options(*attention, *flags);
+  add_run_options(*attention, *flags);
+  attention->add_option("--kernel", flags->kernel, "nosplit or splitkv")->default_val("splitkv");
+  attention->add_option("--context", flags->context, "Tokens of context per sequence (e.g. 32768 or 32K)")
+      ->default_val("4096");
+  attention->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")->default_val(0);
+  attention->callback([&state, flags] { run_attention(state, *flags); });
+
+  auto* sweep = probe->add_subcommand("sweep", "Both kernels side by side over contexts");
+  add_output_options(*sweep, state);
+  add_shape_options(*sweep, *flags);
+  add_run_options(*sweep, *flags);
+  sweep->add_option("--contexts", flags->contexts, "Comma-separated contexts (e.g. 512,1024,4K,32K)")
+      ->default_val("512,1024,2048,4096,8192,16384,32768");
+  sweep->add_option("--kernels", flags->kernels, "Kernels to run: nosplit,splitkv")->default_val("nosplit,splitkv");
+  sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")->default_val(0);
+  sweep->callback([&state, flags] { run_sweep(state, *flags); });
+}
+
 }  // namespace kvsight::cli

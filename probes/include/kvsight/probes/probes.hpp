@@ -6,7 +6,7 @@
 // (exit 3); nothing else escapes.
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -126,6 +126,13 @@ AttentionResult run_attention(const std::string& backend, const std::string& ker
                               const ProbeOptions& options);
 SweepResult run_sweep(const std::string& backend, const std::string& kernel, AttentionShape shape,
                       const std::vector<std::uint64_t>& contexts, const ProbeOptions& options);
+// Several kernels over the same inputs, side by side (one data set and one
+// reference per context, shared by the kernels).
+std::vector<SweepResult> run_sweeps(const std::string& backend, const std::vector<std::string>& kernels,
+                                    AttentionShape shape, const std::vector<std::uint64_t>& contexts,
+                                    const ProbeOptions& options);
+// Relative error bound of the reference check for a dtype (see probes.cpp).
+double error_bound(const std::string& dtype);
 // bytes: per buffer; 0 = a default far larger than the last-level cache (within max_mem).
 BandwidthResult run_bandwidth(const std::string& backend, std::uint64_t bytes, const ProbeOptions& options);
 

@@ -1,0 +1,47 @@
+#pragma once
+// Plain parameters of the paged-decode kernels, shared by the device kernels
+// (kernels/*.cuh) and the cpu backend (probes/src/cpu_backend.cpp), which runs the
+// same two algorithms. No device header here: g++ includes this file.
+#include <cstdint>
+
+namespace kvsight::kernels {
+
+// Tokens of K/V staged per step. vLLM's Triton kernel_paged_attention_2d uses
+// TILE_SIZE = min(block_size, 128) for a power-of-two block and 32 otherwise
+// (vllm/attention/ops/chunked_prefill_paged_decode.py); one fixed tile of 32
+// serves every block size here (the non-power-of-two case of that kernel).
+constexpr int kTileTokens = 32;
+// Threads per program (thread block). 128 = vLLM paged_attention v1/v2's
+// NUM_THREADS (csrc/attention/paged_attention_v1.cu).
+constexpr int kThreadsPerProgram = 128;
+// Largest GQA group one program serves (vLLM ROCm custom kernel admits GQA 1..16,
+// vllm/platforms/rocm.py use_rocm_custom_paged_attention).
+constexpr int kMaxGqa = 16;
+
+enum class ElementType : int { fp16 = 0, bf16 = 1 };
+
+struct PagedDecodeParams {
+  const void* q = nullptr;               // [num_seqs, num_kv_heads * q_per_kv, head_dim], fp16/bf16
+  const void* k_cache = nullptr;         // [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* v_cache = nullptr;         // same layout as k_cache
+  const std::int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  const std::int32_t* seq_lens = nullptr;      // [num_seqs]
+  float* out = nullptr;                  // [num_seqs, q_heads, head_dim], fp32
+  // Split-KV scratch: unnormalised partial outputs and their softmax state
+  // (FlashInfer attention/state.cuh keeps (o, m, d) the same way).
+  float* partial_out = nullptr;          // [num_seqs, q_heads, num_splits, head_dim]
+  float* partial_max = nullptr;          // [num_seqs, q_heads, num_splits]
+  float* partial_sum = nullptr;          // [num_seqs, q_heads, num_splits]
+  int num_seqs = 0;
+  int num_kv_heads = 0;
+  int q_per_kv = 1;
+  int head_dim = 0;
+  int block_size = 0;
+  int max_blocks_per_seq = 0;
+  int num_splits = 1;
+  int tokens_per_split = 0;              // split s covers tokens [s * tokens_per_split, ...)
+  float scale = 1.0f;                    // 1 / sqrt(head_dim)
+  ElementType dtype = ElementType::bf16;
+};
+
+}  // namespace kvsight::kernels

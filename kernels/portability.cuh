@@ -1,0 +1,106 @@
+#pragma once
+// One header that lets the same kernel source build with nvcc (CUDA) or hipcc
+// (HIP), in the manner of llama.cpp ggml/src/ggml-cuda/vendors/hip.h: CUDA names
+// are the spelling used everywhere, and on HIP they are #defined to the hip names.
+// Kernel bodies use only the names and helpers defined here: no #ifdef in them.
+#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_bfloat16.h>
+#include <hip/hip_fp16.h>
+#include <hip/hip_runtime.h>
+#define KVS_HIP 1
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorNotReady hipErrorNotReady
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaSetDevice hipSetDevice
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemset hipMemset
+#define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define cudaDevAttrL2CacheSize hipDeviceAttributeL2CacheSize
+#define cudaDevAttrClockRate hipDeviceAttributeClockRate
+#define cudaDevAttrMemoryClockRate hipDeviceAttributeMemoryClockRate
+#define cudaDevAttrGlobalMemoryBusWidth hipDeviceAttributeMemoryBusWidth
+#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
+#define cudaDeviceAttr hipDeviceAttribute_t
+// HIP 5.2 (Debian) has hip_bfloat16 (hip/hip_bfloat16.h); __hip_bfloat16 arrived
+// in later ROCm releases.
+using kvs_bf16 = hip_bfloat16;
+#else
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#define KVS_HIP 0
+using kvs_bf16 = __nv_bfloat16;
+#endif
+using kvs_half = __half;
+
+// Wave (warp) size as a compile-time constant for the architecture being
+// compiled: 64 on gfx9 (GCN/CDNA: MI100 gfx908, MI200 gfx90a, MI300 gfx942),
+// 32 on RDNA (gfx10/11/12, wave32 is hipcc's default there) and on every NVIDIA
+// GPU. warpSize is not a constant expression on HIP, hence our own macro. The
+// host pass of hipcc sees none of the __gfx* macros and gets 32: host code must
+// not use it for launch geometry (it asks the runtime, cudaDevAttrWarpSize).
+#if defined(__GFX9__) || defined(__gfx900__) || defined(__gfx906__) || defined(__gfx908__) || \
+    defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || \
+    defined(__gfx950__)
+#define KVS_WAVE_SIZE 64
+#else
+#define KVS_WAVE_SIZE 32
+#endif
+
+#if KVS_HIP
+#define KVS_SHFL_XOR(value, mask) __shfl_xor((value), (mask), KVS_WAVE_SIZE)
+#else
+#define KVS_SHFL_XOR(value, mask) __shfl_xor_sync(0xffffffffu, (value), (mask), KVS_WAVE_SIZE)
+#endif
+
+namespace kvsight::kernels {
+
+// 16-bit storage -> fp32. bf16 is the top half of an fp32, so a shift is exact;
+// fp16 goes through the runtime's own conversion.
+template <typename T>
+struct Element;
+template <>
+struct Element<kvs_bf16> {
+  static __device__ __forceinline__ float to_float(unsigned short bits) {
+    return __uint_as_float(static_cast<unsigned int>(bits) << 16);
+  }
+};
+template <>
+struct Element<kvs_half> {
+  static __device__ __forceinline__ float to_float(unsigned short bits) {
+    return __half2float(__ushort_as_half(bits));
+  }
+};
+
+__device__ __forceinline__ float wave_max(float value) {
+#pragma unroll
+  for (int mask = KVS_WAVE_SIZE / 2; mask > 0; mask /= 2) value = fmaxf(value, KVS_SHFL_XOR(value, mask));
+  return value;
+}
+__device__ __forceinline__ float wave_sum(float value) {
+#pragma unroll
+  for (int mask = KVS_WAVE_SIZE / 2; mask > 0; mask /= 2) value += KVS_SHFL_XOR(value, mask);
+  return value;
+}
+
+}  // namespace kvsight::kernels

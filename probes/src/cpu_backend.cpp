@@ -1,0 +1,390 @@
+// The cpu backend: the same two algorithms as kernels/paged_decode.cuh (one task
+// per (sequence, KV head) walking its context with an online softmax over tiles
+// of kTileTokens; split-KV tasks per (sequence, KV head, split) plus a reduce),
+// run on std::threads over 16-bit data. It lets every probe run and be tested on
+// a machine with no GPU. Hot loops are written to vectorise (bf16 -> fp32 is a
+// shift; fixed HEAD_DIM; 8 independent partial sums in dot products) and the
+// hot entry point is cloned for x86-64-v3 (AVX2 + FMA) with a baseline fallback.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <thread>
+#include <sys/utsname.h>
+
+#include "backend.hpp"
+#include "half.hpp"
+#include "kvsight/error.hpp"
+
+namespace kvsight::probes::detail {
+namespace {
+
+using kernels::kMaxGqa;
+using kernels::kTileTokens;
+using kernels::PagedDecodeParams;
+
+constexpr std::size_t kAlignment = 64;
+
+class HostBuffer final : public DeviceBuffer {
+ public:
+  explicit HostBuffer(std::uint64_t bytes) : bytes_(bytes) {
+    data_ = ::operator new(std::max<std::uint64_t>(bytes, kAlignment), std::align_val_t(kAlignment),
+                           std::nothrow);
+    if (data_ == nullptr) {
+      throw DeviceError("cpu: allocation of " + std::to_string(bytes) + " bytes failed (out of host memory)");
+    }
+  }
+  ~HostBuffer() override { ::operator delete(data_, std::align_val_t(kAlignment)); }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+  void* data() const override { return data_; }
+  std::uint64_t bytes() const override { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::uint64_t bytes_ = 0;
+};
+
+// fp16 -> fp32 through a 64K-entry table built from the exact conversion.
+const float* fp16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> values(65536);
+    for (std::uint32_t bits = 0; bits < 65536; ++bits) values[bits] = fp16_to_float(static_cast<std::uint16_t>(bits));
+    return values;
+  }();
+  return table.data();
+}
+
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
+                                               const float* __restrict table) {
+  if constexpr (BF16) {
+    for (int d = 0; d < HEAD_DIM; ++d) out[d] = std::bit_cast<float>(static_cast<std::uint32_t>(source[d]) << 16);
+  } else {
+    for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
+  }
+}
+
+template <int HEAD_DIM>
+[[gnu::always_inline]] inline float dot(const float* __restrict a, const float* __restrict b) {
+  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int d = 0; d < HEAD_DIM; d += 8) {
+    for (int j = 0; j < 8; ++j) partial[j] += a[d + j] * b[d + j];
+  }
+  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
+         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
+}
+
+// Output of one task: unnormalised accumulators [q_per_kv][HEAD_DIM], running max and sum per head.
+struct TaskState {
+  alignas(kAlignment) float acc[kMaxGqa * 256];
+  float running_max[kMaxGqa];
+  float running_sum[kMaxGqa];
+};
+
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void attend_range(const PagedDecodeParams& p, int seq, int kv_head, int begin,
+                                                int end, TaskState& state) {
+  alignas(kAlignment) float q[kMaxGqa][HEAD_DIM];
+  alignas(kAlignment) float tile[kTileTokens][HEAD_DIM];
+  float scores[kMaxGqa][kTileTokens];
+  const float* table = BF16 ? nullptr : fp16_table();
+  const int group = p.q_per_kv;
+  const long long row_stride = static_cast<long long>(p.num_kv_heads) * HEAD_DIM;
+  const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
+                       (static_cast<long long>(seq) * p.num_kv_heads * group +
+                        static_cast<long long>(kv_head) * group) * HEAD_DIM;
+  for (int g = 0; g < group; ++g) {
+    convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
+    state.running_max[g] = -INFINITY;
+    state.running_sum[g] = 0.0f;
+  }
+  std::fill(state.acc, state.acc + group * HEAD_DIM, 0.0f);
+  const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
+  const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache);
+  const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache);
+  const std::uint16_t* rows[kTileTokens];
+
+  for (int tile_start = begin; tile_start < end; tile_start += kTileTokens) {
+    const int count = std::min(kTileTokens, end - tile_start);
+    for (int t = 0; t < count; ++t) {
+      const int token = tile_start + t;
+      const long long block = block_table[token / p.block_size];
+      rows[t] = k_cache + (block * p.block_size + token % p.block_size) * row_stride +
+                static_cast<long long>(kv_head) * HEAD_DIM;
+      convert_row<HEAD_DIM, BF16>(rows[t], tile[t], table);
+    }
+    for (int g = 0; g < group; ++g) {
+      for (int t = 0; t < count; ++t) scores[g][t] = dot<HEAD_DIM>(q[g], tile[t]) * p.scale;
+    }
+    for (int t = 0; t < count; ++t) {
+      convert_row<HEAD_DIM, BF16>(v_cache + (rows[t] - k_cache), tile[t], table);
+    }
+    for (int g = 0; g < group; ++g) {
+      float tile_max = -INFINITY;
+      for (int t = 0; t < count; ++t) tile_max = std::max(tile_max, scores[g][t]);
+      const float old_max = state.running_max[g];
+      const float new_max = std::max(old_max, tile_max);
+      float weight_sum = 0.0f;
+      for (int t = 0; t < count; ++t) {
+        scores[g][t] = std::exp(scores[g][t] - new_max);
+        weight_sum += scores[g][t];
+      }
+      const float rescale = old_max == -INFINITY ? 0.0f : std::exp(old_max - new_max);
+      state.running_sum[g] = state.running_sum[g] * rescale + weight_sum;
+      state.running_max[g] = new_max;
+      float* __restrict acc = state.acc + g * HEAD_DIM;
+      for (int d = 0; d < HEAD_DIM; ++d) acc[d] *= rescale;
+      for (int t = 0; t < count; ++t) {
+        const float weight = scores[g][t];
+        const float* __restrict v = tile[t];
+        for (int d = 0; d < HEAD_DIM; ++d) acc[d] += weight * v[d];
+      }
+    }
+  }
+}
+
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void run_task(const PagedDecodeParams& p, bool split, int seq, int kv_head,
+                                            int split_index, TaskState& state) {
+  const int seq_len = p.seq_lens[seq];
+  const int begin = split ? std::min(seq_len, split_index * p.tokens_per_split) : 0;
+  const int end = split ? std::min(seq_len, begin + p.tokens_per_split) : seq_len;
+  attend_range<HEAD_DIM, BF16>(p, seq, kv_head, begin, end, state);
+  const int group = p.q_per_kv;
+  const long long first_head = static_cast<long long>(seq) * p.num_kv_heads * group +
+                               static_cast<long long>(kv_head) * group;
+  for (int g = 0; g < group; ++g) {
+    const float* acc = state.acc + g * HEAD_DIM;
+    if (split) {
+      const long long slot = (first_head + g) * p.num_splits + split_index;
+      std::memcpy(p.partial_out + slot * HEAD_DIM, acc, sizeof(float) * HEAD_DIM);
+      p.partial_max[slot] = state.running_max[g];
+      p.partial_sum[slot] = state.running_sum[g];
+    } else {
+      float* out = p.out + (first_head + g) * HEAD_DIM;
+      const float inverse = 1.0f / state.running_sum[g];
+      for (int d = 0; d < HEAD_DIM; ++d) out[d] = acc[d] * inverse;
+    }
+  }
+}
+
+// The hot entry point, cloned for AVX2+FMA and a baseline x86-64 (GCC
+// function multi-versioning picks one at load time).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KVS_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define KVS_CPU_CLONES
+#endif
+KVS_CPU_CLONES void run_task_dispatch(const PagedDecodeParams& p, bool split, int seq, int kv_head,
+                                      int split_index, TaskState& state) {
+  const bool bf16 = p.dtype == kernels::ElementType::bf16;
+  switch (p.head_dim) {
+    case 64:
+      return bf16 ? run_task<64, true>(p, split, seq, kv_head, split_index, state)
+                  : run_task<64, false>(p, split, seq, kv_head, split_index, state);
+    case 128:
+      return bf16 ? run_task<128, true>(p, split, seq, kv_head, split_index, state)
+                  : run_task<128, false>(p, split, seq, kv_head, split_index, state);
+    case 256:
+      return bf16 ? run_task<256, true>(p, split, seq, kv_head, split_index, state)
+                  : run_task<256, false>(p, split, seq, kv_head, split_index, state);
+    default:
+      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
+  }
+}
+
+void reduce_head(const PagedDecodeParams& p, long long head) {
+  const float* maxima = p.partial_max + head * p.num_splits;
+  const float* sums = p.partial_sum + head * p.num_splits;
+  float global_max = -INFINITY;
+  for (int s = 0; s < p.num_splits; ++s) global_max = std::max(global_max, maxima[s]);
+  float total = 0.0f;
+  float* out = p.out + head * p.head_dim;
+  std::fill(out, out + p.head_dim, 0.0f);
+  for (int s = 0; s < p.num_splits; ++s) {
+    if (!(sums[s] > 0.0f)) continue;  // empty split: m = -inf, l = 0
+    const float weight = std::exp(maxima[s] - global_max);
+    total += sums[s] * weight;
+    const float* partial = p.partial_out + (head * p.num_splits + s) * p.head_dim;
+    for (int d = 0; d < p.head_dim; ++d) out[d] += partial[d] * weight;
+  }
+  const float inverse = 1.0f / total;
+  for (int d = 0; d < p.head_dim; ++d) out[d] *= inverse;
+}
+
+// Runs work(i) for i in [0, count) on `threads` std::threads (dynamic assignment).
+template <typename Work>
+void parallel_for(std::uint32_t threads, long long count, const Work& work) {
+  std::atomic<long long> next{0};
+  auto body = [&] {
+    for (long long i = next.fetch_add(1); i < count; i = next.fetch_add(1)) work(i);
+  };
+  const std::uint32_t spawned = static_cast<std::uint32_t>(std::min<long long>(threads, count));
+  if (spawned <= 1) {
+    body();
+    return;
+  }
+  std::vector<std::thread> pool;
+  pool.reserve(spawned - 1);
+  for (std::uint32_t i = 1; i < spawned; ++i) pool.emplace_back(body);
+  body();
+  for (auto& thread : pool) thread.join();
+}
+
+std::string read_first(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::uint64_t parse_cache_size(const std::string& text) {
+  if (text.empty()) return 0;
+  std::uint64_t value = std::strtoull(text.c_str(), nullptr, 10);
+  if (text.back() == 'K') value *= 1024;
+  if (text.back() == 'M') value *= 1024 * 1024;
+  return value;
+}
+
+DeviceInfo describe_cpu(std::uint32_t threads) {
+  DeviceInfo info;
+  info.backend = "cpu";
+  info.name = "cpu";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, colon);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && info.name == "cpu") info.name = value;
+    if (key == "cpu MHz" && info.clock_mhz == 0) info.clock_mhz = std::atof(value.c_str());
+  }
+  struct utsname machine {};
+  info.arch = uname(&machine) == 0 ? machine.machine : "unknown";
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string key; meminfo >> key;) {
+    std::uint64_t kib = 0;
+    std::string unit;
+    meminfo >> kib >> unit;
+    if (key == "MemTotal:") info.memory_total = kib * 1024;
+    if (key == "MemAvailable:") info.memory_free = kib * 1024;
+  }
+  // Largest cache level that sysfs lists for cpu0.
+  int best_level = 0;
+  for (int index = 0; index < 8; ++index) {
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    const std::string level = read_first(base + "level");
+    if (level.empty()) continue;
+    const int level_number = std::atoi(level.c_str());
+    if (level_number >= best_level) {
+      best_level = level_number;
+      info.last_level_cache = parse_cache_size(read_first(base + "size"));
+    }
+  }
+  info.multiprocessors = threads;
+  info.wave_size = 1;
+  return info;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(std::uint32_t threads) : threads_(threads), info_(describe_cpu(threads)) {}
+  const DeviceInfo& info() const override { return info_; }
+  std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+  void upload(DeviceBuffer& destination, const void* source, std::uint64_t bytes) override {
+    std::memcpy(destination.data(), source, bytes);
+  }
+  void download(void* destination, const DeviceBuffer& source, std::uint64_t bytes) override {
+    std::memcpy(destination, source.data(), bytes);
+  }
+  double time_attention(bool split, const PagedDecodeParams& p) override {
+    const auto start = std::chrono::steady_clock::now();
+    const int splits = split ? p.num_splits : 1;
+    const long long tasks = static_cast<long long>(p.num_seqs) * p.num_kv_heads * splits;
+    parallel_for(threads_, tasks, [&](long long task) {
+      thread_local std::unique_ptr<TaskState> state = std::make_unique<TaskState>();
+      const int split_index = static_cast<int>(task % splits);
+      const int kv_head = static_cast<int>((task / splits) % p.num_kv_heads);
+      const int seq = static_cast<int>(task / splits / p.num_kv_heads);
+      run_task_dispatch(p, split, seq, kv_head, split_index, *state);
+    });
+    if (split) {
+      const long long heads = static_cast<long long>(p.num_seqs) * p.num_kv_heads * p.q_per_kv;
+      parallel_for(threads_, heads, [&](long long head) { reduce_head(p, head); });
+    }
+    const auto stop = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(stop - start).count();
+  }
+  std::uint32_t stream_read_parts() const override { return threads_; }
+  double time_stream_read(const DeviceBuffer& source, std::uint64_t bytes, DeviceBuffer& parts) override {
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t words = bytes / 4;
+    const auto* data = static_cast<const std::uint32_t*>(source.data());
+    auto* out = static_cast<std::uint32_t*>(parts.data());
+    parallel_for(threads_, threads_, [&](long long part) {
+      const std::uint64_t first = words * static_cast<std::uint64_t>(part) / threads_;
+      const std::uint64_t last = words * static_cast<std::uint64_t>(part + 1) / threads_;
+      out[part] = sum_words(data + first, last - first);
+    });
+    const auto stop = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(stop - start).count();
+  }
+  double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination, std::uint64_t bytes) override {
+    const auto start = std::chrono::steady_clock::now();
+    const auto* from = static_cast<const char*>(source.data());
+    auto* to = static_cast<char*>(destination.data());
+    parallel_for(threads_, threads_, [&](long long part) {
+      const std::uint64_t first = bytes * static_cast<std::uint64_t>(part) / threads_;
+      const std::uint64_t last = bytes * static_cast<std::uint64_t>(part + 1) / threads_;
+      std::memcpy(to + first, from + first, last - first);
+    });
+    const auto stop = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(stop - start).count();
+  }
+
+ private:
+  // Wrapping 32-bit sum: exact and order-independent, as the GPU stream_read.
+  static KVS_CPU_CLONES std::uint32_t sum_words(const std::uint32_t* data, std::uint64_t count) {
+    std::uint32_t partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    std::uint64_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+      for (int j = 0; j < 8; ++j) partial[j] += data[i + j];
+    }
+    std::uint32_t sum = 0;
+    for (; i < count; ++i) sum += data[i];
+    for (int j = 0; j < 8; ++j) sum += partial[j];
+    return sum;
+  }
+  std::uint32_t threads_;
+  DeviceInfo info_;
+};
+
+std::uint32_t default_threads(std::uint32_t requested) {
+  if (requested > 0) return requested;
+  const unsigned hardware = std::thread::hardware_concurrency();
+  return hardware > 0 ? hardware : 1;
+}
+
+}  // namespace
+
+BackendInfo cpu_discover() {
+  BackendInfo out;
+  out.name = "cpu";
+  out.compiled = true;
+  out.status = "ok";
+  out.devices.push_back(describe_cpu(default_threads(0)));
+  return out;
+}
+
+std::unique_ptr<Backend> cpu_open(std::uint32_t threads) {
+  return std::make_unique<CpuBackend>(default_threads(threads));
+}
+
+}  // namespace kvsight::probes::detail
