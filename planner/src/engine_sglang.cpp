@@ -1,9 +1,194 @@
-// Placeholder while the sglang budget is written.
-#include <memory>
+// SGLang KV-cache budget: a token pool sized from what is left after the weights.
+//
+// Sources (sgl-project/sglang):
+//   python/sglang/srt/model_executor/model_runner.py (profile_max_num_token; newer trees
+//   model_runner_kv_cache_mixin.py / profile_available_bytes):
+//     rest_memory   = available_gpu_memory - total_gpu_memory x (1 - mem_fraction_static)
+//     max_num_token = int(rest_memory x 2^30 // cell_size), then floored to page_size
+//     where total_gpu_memory is the free memory at start-up and available_gpu_memory the free
+//     memory after the weights are loaded (both GiB, the minimum over ranks).
+//     cell_size = kv_heads(attention tp) x (head_dim + v_head_dim) x layers x element size;
+//     MLA: (kv_lora_rank + qk_rope_head_dim) x layers x element size.
+//   python/sglang/srt/server_args.py (mem_fraction_static default):
+//     older releases by TP size: >= 16: 0.79, >= 8: 0.81, >= 4: 0.85, >= 2: 0.87, else 0.88;
+//     from about 0.4.7: round((gpu_mem - reserved) / gpu_mem, 3), gpu_mem in MiB and reserved by
+//     device size, parallel_size = tp x pp: < 35 GiB (2.8 + p/10) GiB; < 90 GiB (9.5 + p/2);
+//     < 100 GiB and < 160 GiB (12 + p/2); else 32 GiB.
+//   python/sglang/srt/mem_cache/memory_pool.py: "KV Cache is allocated. #tokens: N, K size: X GB,
+//     V size: Y GB" (GB = 2^30 bytes; buffers hold size + page_size slots).
+// page_size 1 by default (FlashMLA forces 64, CUTLASS MLA 128).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
 
+#include "engine_common.hpp"
 #include "kvsight/budget.hpp"
+#include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
-std::unique_ptr<Engine> make_sglang_engine() { throw InputError("--engine", "sglang budget not implemented yet"); }
+namespace {
+
+using namespace engine_detail;
+
+const std::vector<std::string>& sglang_versions() {
+  static const std::vector<std::string> v = {"0.4.6", "0.4.7", "0.5.2"};
+  return v;
+}
+
+class SglangEngine final : public Engine {
+ public:
+  std::string name() const override { return "sglang"; }
+  std::vector<std::string> known_versions() const override { return sglang_versions(); }
+  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+};
+
+PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+  check_common_options(options);
+  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
+  PlanResult result;
+  result.engine = "sglang";
+  const Version version = parse_version(options.engine_version.empty() ? "0.5.2" : options.engine_version,
+                                        sglang_versions());
+  result.engine_version = version.text;
+  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
+  const std::uint32_t page = options.block_size.value_or(1);
+  if (page == 0) throw InputError("--page-size", "is 0; allowed: >= 1");
+
+  // Cell: every attention layer on this rank (sliding-window layers are sized like full
+  // attention unless SGLang's hybrid SWA pool is in use); recurrent layers carry state.
+  const std::uint32_t stage = heaviest_stage(model, types, options);
+  std::uint64_t cell = 0, per_token_full = 0;
+  std::uint32_t swa_layers = 0;
+  for (std::uint32_t i : pp_stage_layers(model.num_layers(), options.pp, stage)) {
+    const LayerSpec& l = model.layers[i];
+    const std::uint64_t b = layer_kv_bytes_per_token(l, types, options.tp);
+    cell = checked_add(cell, b, "cell size");
+    if (l.kind == LayerKind::full_attention || l.kind == LayerKind::mla) per_token_full += b;
+    if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local) ++swa_layers;
+  }
+  if (swa_layers > 0)
+    result.notes.push_back(std::to_string(swa_layers) + " sliding-window layers are counted in every token's cell "
+                           "(SGLang's default token pool; its hybrid SWA pool, where enabled, sizes them apart)");
+  const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
+  result.kv.bytes_per_token = per_token_full;
+  result.kv.bytes_per_token_all_layers = cell;
+  result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
+  result.kv.block_size = page;
+  const std::uint64_t context_len = derived_max_model_len(model);
+  const std::uint64_t context = options.context ? options.context : context_len;
+  result.kv.context = context;
+  result.kv.batch = options.batch;
+  result.kv.blocks_per_sequence = ceil_div(context, page);
+  result.kv.bytes_per_sequence =
+      checked_add(checked_mul(checked_mul(result.kv.blocks_per_sequence, page, "tokens"), cell, "kv bytes"),
+                  tf.state_bytes_per_sequence, "kv bytes");
+  result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
+  result.weights = weights_for(model, options, result);
+
+  const std::optional<std::uint64_t> total = total_memory(gpu, options);
+  if (!total) return result;
+
+  double fraction = 0.0;
+  std::string why;
+  if (options.mem_fraction_static) {
+    fraction = check_fraction(*options.mem_fraction_static, "--mem-fraction-static");
+    why = "given";
+  } else if (version.at_least(0, 4, 7)) {
+    const double gpu_mib = static_cast<double>(*total) / (1024.0 * 1024.0);
+    const double p = static_cast<double>(options.tp) * options.pp;
+    double reserved_gib = 0.0;
+    if (gpu_mib < 35 * 1024.0) reserved_gib = 2.8 + p / 10.0;
+    else if (gpu_mib < 90 * 1024.0) reserved_gib = 9.5 + p / 2.0;
+    else if (gpu_mib < 160 * 1024.0) reserved_gib = 12.0 + p / 2.0;
+    else reserved_gib = 32.0;
+    fraction = std::round((gpu_mib - reserved_gib * 1024.0) / gpu_mib * 1000.0) / 1000.0;
+    why = "server_args.py: round((gpu_mem - reserved) / gpu_mem, 3) with reserved " + fixed2(reserved_gib) +
+          " GiB for this device size and tp x pp = " + std::to_string(options.tp * options.pp) +
+          " (gpu_mem from nvidia-smi there, the runtime's figure here)";
+  } else {
+    fraction = options.tp >= 16 ? 0.79 : options.tp >= 8 ? 0.81 : options.tp >= 4 ? 0.85 : options.tp >= 2 ? 0.87 : 0.88;
+    why = "server_args.py (before ~0.4.7): by TP size";
+  }
+  char frac_text[32];
+  std::snprintf(frac_text, sizeof frac_text, "%.3f", fraction);
+  result.assumptions.push_back({"mem_fraction_static", frac_text, why});
+
+  // Free memory at start-up = total - CUDA context / NCCL (not visible to the fraction).
+  std::uint64_t context_bytes = static_cast<std::uint64_t>(0.5 * kGiB);
+  std::string ctx_why = "CUDA context + NCCL before the first snapshot: 0.5 GiB (range 0.3-1.0)";
+  if (options.non_torch_gib) {
+    context_bytes = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+    ctx_why = "given";
+  }
+  result.assumptions.push_back({"start-up overhead", gib2(context_bytes), ctx_why});
+  Capacity cap;
+  cap.gpu_memory_bytes = *total;
+  const double free_start = static_cast<double>(*total > context_bytes ? *total - context_bytes : 0);
+  const double free_after = free_start - static_cast<double>(result.weights.bytes_per_rank);
+  const double rest = free_after - free_start * (1.0 - fraction);
+  cap.requested_bytes = static_cast<std::uint64_t>(free_start * fraction);
+  cap.overhead_bytes = context_bytes;
+
+  // Hybrid models: the recurrent state pool is carved first, one slot per running request.
+  double rest_kv = rest;
+  if (tf.state_bytes_per_sequence > 0 && cell > 0) {
+    const std::uint64_t slots = options.max_num_seqs.value_or(256);
+    const double carve = static_cast<double>(slots) * static_cast<double>(tf.state_bytes_per_sequence);
+    rest_kv -= carve;
+    result.assumptions.push_back({"recurrent state pool", gib2(static_cast<std::uint64_t>(carve)),
+                                  std::to_string(slots) + " slots x " + std::to_string(tf.state_bytes_per_sequence) +
+                                      " B (--max-running-requests / --max-mamba-cache-size; 256 assumed)"});
+  }
+  cap.available_kv_bytes = rest_kv > 0 ? static_cast<std::uint64_t>(rest_kv) : 0;
+  std::uint64_t tokens = cell > 0 ? cap.available_kv_bytes / cell : 0;
+  tokens = tokens / page * page;
+  cap.kv_tokens = tokens;
+  cap.num_blocks = tokens / page;
+  cap.page_bytes = checked_mul(page, cell, "page bytes");
+  cap.max_model_len = context_len;
+  cap.max_concurrency = context_len > 0 ? static_cast<double>(tokens) / static_cast<double>(context_len) : 0.0;
+  cap.fits = tokens >= context_len && tokens > 0;
+  cap.largest_max_model_len = tokens;
+  cap.limiting_rank = stage * options.tp;
+  if (rest_kv <= 0) {
+    result.warnings.push_back("Not enough memory. Please try to increase --mem-fraction-static.");
+  } else if (!cap.fits) {
+    result.warnings.push_back("context length " + std::to_string(context_len) + " does not fit: the pool holds " +
+                              std::to_string(tokens) + " tokens");
+  }
+  // Log lines (model_runner / memory_pool).
+  result.engine_log.push_back("Memory profiling: available_gpu_memory=" + fixed2(free_after / kGiB) +
+                              " GB, total_gpu_memory=" + fixed2(free_start / kGiB) +
+                              " GB, mem_fraction_static=" + fixed2(fraction) + ", rest_memory=" + fixed2(rest / kGiB) +
+                              " GB");
+  if (tokens > 0) {
+    // K and V buffers hold (size + page_size) slots; MLA keeps one latent buffer.
+    std::uint64_t k_bytes = 0, v_bytes = 0;
+    for (std::uint32_t i : pp_stage_layers(model.num_layers(), options.pp, stage)) {
+      const LayerSpec& l = model.layers[i];
+      if (!l.allocates_kv()) continue;
+      const std::uint64_t heads = kv_heads_per_rank(l, options.tp);
+      if (l.kind == LayerKind::mla) {
+        k_bytes += layer_kv_bytes_per_token(l, types, options.tp) * (tokens + page);
+      } else {
+        k_bytes += heads * types.k.row_bytes(l.head_dim_k) * (tokens + page);
+        v_bytes += heads * types.v.row_bytes(l.head_dim_v) * (tokens + page);
+      }
+    }
+    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) +
+                                ", K size: " + fixed2(to_gib(k_bytes)) + " GB, V size: " + fixed2(to_gib(v_bytes)) +
+                                " GB");
+    result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
+                                ", context_len=" + std::to_string(context_len));
+  }
+  result.capacity = cap;
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_sglang_engine() { return std::make_unique<SglangEngine>(); }
+
 }  // namespace kvsight

@@ -1,9 +1,139 @@
-// Placeholder while the trtllm budget is written.
-#include <memory>
+// TensorRT-LLM KV-cache budget: a fraction of the memory still free once the weights
+// and the runtime's activations are in place, cut into fixed blocks.
+//
+// Sources (NVIDIA/TensorRT-LLM):
+//   tensorrt_llm/llmapi/llm_args.py KvCacheConfig: free_gpu_memory_fraction (default 0.9),
+//     tokens_per_block (default 32), max_tokens
+//   cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp: blocks in the primary pool =
+//     (free x fraction) / (tokens_per_block x bytes per token of all layers on the rank); logs
+//     "Memory usage when calculating max tokens in paged kv cache: total: %.2f GiB, available: %.2f GiB",
+//     "Number of blocks in KV cache primary pool: %d", "Max KV cache pages per sequence: %d",
+//     "Number of tokens per block: %d.", "[MemUsageChange] Allocated %0.2f GiB for max tokens in
+//     paged KV cache (%d)." (the last two read in kvCacheManager.cpp; the others as logged).
+// KV heads per rank under TP follow the same max(1, kv_heads / tp) replication as vLLM.
+#include <algorithm>
+#include <string>
 
+#include "engine_common.hpp"
 #include "kvsight/budget.hpp"
+#include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
-std::unique_ptr<Engine> make_trtllm_engine() { throw InputError("--engine", "trtllm budget not implemented yet"); }
+namespace {
+
+using namespace engine_detail;
+
+const std::vector<std::string>& trtllm_versions() {
+  static const std::vector<std::string> v = {"0.20.0", "1.0.0", "1.1.0"};
+  return v;
+}
+
+class TrtllmEngine final : public Engine {
+ public:
+  std::string name() const override { return "trtllm"; }
+  std::vector<std::string> known_versions() const override { return trtllm_versions(); }
+  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+};
+
+PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+  check_common_options(options);
+  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
+  PlanResult result;
+  result.engine = "trtllm";
+  result.engine_version =
+      parse_version(options.engine_version.empty() ? "1.1.0" : options.engine_version, trtllm_versions()).text;
+  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
+  const std::uint32_t tokens_per_block = options.block_size.value_or(32);  // KvCacheConfig default
+  if (tokens_per_block == 0) throw InputError("--tokens-per-block", "is 0; allowed: >= 1");
+  if (model.recurrent && model.count(LayerKind::recurrent) > 0)
+    result.notes.push_back("recurrent layers: their state is held outside the paged KV pool (not sized here)");
+
+  const std::uint32_t stage = heaviest_stage(model, types, options);
+  const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
+  // Every attention layer holds every token (sliding windows are a max_attention_window
+  // setting over the same pool).
+  const std::uint64_t per_token = tf.bytes_per_token_all_layers;
+  result.kv.bytes_per_token = tf.bytes_per_token;
+  result.kv.bytes_per_token_all_layers = per_token;
+  result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
+  result.kv.block_size = tokens_per_block;
+  const std::uint64_t max_seq_len = derived_max_model_len(model);
+  const std::uint64_t context = options.context ? options.context : max_seq_len;
+  result.kv.context = context;
+  result.kv.batch = options.batch;
+  result.kv.blocks_per_sequence = ceil_div(context, tokens_per_block);
+  const std::uint64_t block_bytes = checked_mul(tokens_per_block, per_token, "block bytes");
+  result.kv.bytes_per_sequence = checked_mul(result.kv.blocks_per_sequence, block_bytes, "kv bytes per sequence");
+  result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
+  result.weights = weights_for(model, options, result);
+
+  const std::optional<std::uint64_t> total = total_memory(gpu, options);
+  if (!total) return result;
+
+  const double fraction = options.free_gpu_memory_fraction
+                              ? check_fraction(*options.free_gpu_memory_fraction, "--free-gpu-memory-fraction")
+                              : 0.9;
+  result.assumptions.push_back({"free_gpu_memory_fraction", fixed2(fraction),
+                                options.free_gpu_memory_fraction ? "given" : "KvCacheConfig default 0.9"});
+  // Activations of the warm-up at max_num_tokens (default 8192): the same MLP + hidden
+  // estimate as overheads.md; plus the CUDA context and runtime buffers.
+  const double T = options.max_num_batched_tokens ? static_cast<double>(*options.max_num_batched_tokens) : 8192.0;
+  std::uint64_t act = static_cast<std::uint64_t>(
+      T * (3.0 * static_cast<double>(model.intermediate_size) / options.tp + 4.0 * static_cast<double>(model.hidden_size)) *
+      2.0);
+  std::string act_why = "max_num_tokens " + std::to_string(static_cast<std::uint64_t>(T)) +
+                        " x (3I/TP + 4H) x 2 B (estimate, range 0.5x-2x)";
+  if (options.activation_gib) {
+    act = gib_to_bytes(*options.activation_gib, "--activation-gib");
+    act_why = "given";
+  }
+  std::uint64_t runtime = static_cast<std::uint64_t>(0.6 * kGiB);
+  std::string runtime_why = "CUDA context, cuBLAS/NCCL workspaces, decoder buffers: 0.6 GiB (range 0.4-1.5)";
+  if (options.non_torch_gib) {
+    runtime = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+    runtime_why = "given";
+  }
+  result.assumptions.push_back({"activations", gib2(act), act_why});
+  result.assumptions.push_back({"runtime overhead", gib2(runtime), runtime_why});
+
+  Capacity cap;
+  cap.gpu_memory_bytes = *total;
+  cap.overhead_bytes = act + runtime;
+  const std::uint64_t used = checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
+  const std::uint64_t free_after = used < *total ? *total - used : 0;
+  cap.requested_bytes = free_after;
+  cap.available_kv_bytes = static_cast<std::uint64_t>(static_cast<double>(free_after) * fraction);
+  cap.page_bytes = block_bytes;
+  cap.num_blocks = block_bytes > 0 ? cap.available_kv_bytes / block_bytes : 0;
+  cap.kv_tokens = cap.num_blocks * tokens_per_block;
+  cap.max_model_len = max_seq_len;
+  const std::uint64_t pages = ceil_div(max_seq_len, tokens_per_block);
+  cap.max_concurrency = pages > 0 ? static_cast<double>(cap.num_blocks) / static_cast<double>(pages) : 0.0;
+  cap.fits = cap.num_blocks >= pages && cap.num_blocks > 0;
+  cap.largest_max_model_len = cap.kv_tokens;
+  cap.limiting_rank = stage * options.tp;
+  result.engine_log.push_back("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: "
+                              "total: " + fixed2(to_gib(*total)) + " GiB, available: " + fixed2(to_gib(free_after)) +
+                              " GiB");
+  result.engine_log.push_back("[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: " +
+                              std::to_string(cap.num_blocks));
+  result.engine_log.push_back("[TensorRT-LLM][INFO] Max KV cache pages per sequence: " + std::to_string(pages));
+  result.engine_log.push_back("[TensorRT-LLM][INFO] Number of tokens per block: " + std::to_string(tokens_per_block) +
+                              ".");
+  result.engine_log.push_back("[TensorRT-LLM][INFO] [MemUsageChange] Allocated " +
+                              fixed2(to_gib(cap.num_blocks * block_bytes)) +
+                              " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) + ").");
+  if (!cap.fits)
+    result.warnings.push_back("max_seq_len " + std::to_string(max_seq_len) + " does not fit: the pool holds " +
+                              std::to_string(cap.kv_tokens) + " tokens; TensorRT-LLM lowers max_seq_len / the "
+                              "attention window to fit");
+  result.capacity = cap;
+  return result;
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> make_trtllm_engine() { return std::make_unique<TrtllmEngine>(); }
+
 }  // namespace kvsight

@@ -1,0 +1,105 @@
+// SGLang budget: mem_fraction_static defaults, the token pool, MLA cells.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kvsight/budget.hpp"
+#include "kvsight/error.hpp"
+
+namespace kvsight {
+namespace {
+
+constexpr std::uint64_t kGiB = 1024ull * 1024ull * 1024ull;
+
+ModelSpec llama31_8b() {
+  ModelSpec m;
+  m.id = "llama-3.1-8b-test";
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_kv_heads = 8;
+  m.head_dim = 128;
+  m.intermediate_size = 14336;
+  m.vocab_size = 128256;
+  m.dtype = "bf16";
+  m.max_position_embeddings = 131072;
+  LayerSpec l;
+  l.kind = LayerKind::full_attention;
+  l.kv_heads = 8;
+  l.head_dim_k = 128;
+  l.head_dim_v = 128;
+  m.layers.assign(32, l);
+  return m;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+const Assumption* find(const PlanResult& r, const std::string& name) {
+  for (const auto& a : r.assumptions)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+TEST(Sglang, TokenPoolOnAn80GiBDevice) {
+  // 80 GiB = 81,920 MiB < 90 x 1024: reserved = 9.5 + (tp x pp = 1) / 2 = 10 GiB;
+  // mem_fraction_static = round((81920 - 10240) / 81920, 3) = 0.875.
+  // Start-up overhead 0.5 GiB: free at start 79.5 GiB, after 15 GiB of weights 64.5 GiB;
+  // rest = 64.5 - 79.5 x (1 - 0.875) = 64.5 - 9.9375 = 54.5625 GiB.
+  // cell = 8 heads x (128 + 128) x 32 layers x 2 B = 131,072 B -> 54.5625 x 8192 = 446,976 tokens.
+  EngineOptions o;
+  o.engine = "sglang";
+  o.gpu_memory_bytes = 80 * kGiB;
+  o.weights_gib = 15.0;
+  o.non_torch_gib = 0.5;
+  const PlanResult r = make_engine("sglang")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  ASSERT_NE(find(r, "mem_fraction_static"), nullptr);
+  EXPECT_EQ(find(r, "mem_fraction_static")->value, "0.875");
+  EXPECT_EQ(r.kv.bytes_per_token_all_layers, 131072u);
+  EXPECT_EQ(r.capacity->kv_tokens, 446976u);
+  EXPECT_NEAR(r.capacity->max_concurrency, 446976.0 / 131072.0, 1e-12);
+  EXPECT_TRUE(r.capacity->fits);
+  // K buffer: (446,976 + 1 page) x 32 layers x 8 x 128 x 2 B = 27.28 GiB.
+  EXPECT_NE(joined(r.engine_log).find("KV Cache is allocated. #tokens: 446976, K size: 27.28 GB, V size: 27.28 GB"),
+            std::string::npos)
+      << joined(r.engine_log);
+}
+
+TEST(Sglang, OlderReleasesKeyTheFractionOnTp) {
+  EngineOptions o;
+  o.engine_version = "0.4.6";
+  o.tp = 2;
+  o.gpu_memory_bytes = 80 * kGiB;
+  o.weights_gib = 7.5;
+  const PlanResult r = make_engine("sglang")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(find(r, "mem_fraction_static")->value, "0.870");
+  o.tp = 8;
+  EXPECT_EQ(find(make_engine("sglang")->plan(llama31_8b(), nullptr, o), "mem_fraction_static")->value, "0.810");
+  // Given fractions are checked.
+  o.mem_fraction_static = 0.0;
+  EXPECT_THROW(make_engine("sglang")->plan(llama31_8b(), nullptr, o), InputError);
+}
+
+TEST(Sglang, MlaCellIsTheLatent) {
+  // DeepSeek-V3: (512 + 64) x 61 layers x 2 B = 70,272 B per token, the same on every TP rank.
+  ModelSpec m = llama31_8b();
+  m.num_attention_heads = 128;
+  m.mla = MlaSpec{512, 1536, 64, 128, 128};
+  LayerSpec l;
+  l.kind = LayerKind::mla;
+  l.kv_heads = 1;
+  l.head_dim_k = 576;
+  m.layers.assign(61, l);
+  EngineOptions o;
+  o.tp = 8;
+  const PlanResult r = make_engine("sglang")->plan(m, nullptr, o);
+  EXPECT_EQ(r.kv.bytes_per_token_all_layers, 70272u);
+  EXPECT_FALSE(r.capacity);
+}
+
+}  // namespace
+}  // namespace kvsight
