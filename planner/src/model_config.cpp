@@ -122,6 +122,38 @@ const std::set<std::string> kTiedByDefault = {"gemma", "gemma2", "gemma3", "gemm
 const std::set<std::string> kRopeTypes = {"default", "linear", "dynamic", "yarn", "longrope",
                                           "llama3", "su", "mrope", "proportional"};
 
+// Defaults of transformers' config classes for fields real configs omit (the
+// Gemma 3 27B config.json has no vocab_size, max_position_embeddings,
+// rope_theta or sliding_window_pattern). Source: transformers
+// models/<type>/configuration_<type>.py __init__ defaults. Applied only when the
+// field is absent, each with a note.
+struct ClassDefault {
+  const char* model_type;
+  const char* key;
+  const char* value;  // JSON text
+};
+constexpr ClassDefault kClassDefaults[] = {
+    {"gemma3_text", "vocab_size", "262208"},          {"gemma3_text", "max_position_embeddings", "131072"},
+    {"gemma3_text", "rope_theta", "1000000.0"},       {"gemma3_text", "sliding_window", "4096"},
+    {"gemma3_text", "sliding_window_pattern", "6"},   {"gemma3_text", "head_dim", "256"},
+    {"gemma2", "vocab_size", "256000"},               {"gemma2", "max_position_embeddings", "8192"},
+    {"gemma2", "sliding_window", "4096"},             {"gemma2", "head_dim", "256"},
+    {"llama", "max_position_embeddings", "2048"},     {"llama", "rope_theta", "10000.0"},
+    {"mistral", "max_position_embeddings", "131072"}, {"mistral", "rope_theta", "10000.0"},
+    {"qwen2", "max_position_embeddings", "32768"},    {"qwen3", "max_position_embeddings", "32768"},
+};
+
+void apply_class_defaults(json& text, const std::string& model_type, const std::string& prefix,
+                          std::vector<std::string>& notes) {
+  for (const auto& d : kClassDefaults) {
+    if (model_type != d.model_type) continue;
+    auto it = text.find(d.key);
+    if (it != text.end() && !it->is_null()) continue;
+    text[d.key] = json::parse(d.value);
+    notes.push_back(prefix + d.key + " absent: transformers " + model_type + " default " + d.value);
+  }
+}
+
 struct ParsedKinds {
   std::vector<LayerKind> kinds;
   RecurrentKind recurrent_kind = RecurrentKind::mamba2;
@@ -485,7 +517,7 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   json root;
   try {
     root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers beyond double (1e999)
     throw InputError(origin, std::string("is not valid JSON: ") + e.what());
   }
   if (!root.is_object()) throw InputError(origin, "is JSON but not an object; a config.json object is required");
@@ -497,9 +529,16 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     text = &*it;
     nested = true;
   }
-  ConfigReader r(root, *text, origin, nested);
   ModelSpec spec;
   spec.source = origin;
+  json text_copy = *text;
+  {
+    std::string type;
+    if (auto t = text_copy.find("model_type"); t != text_copy.end() && t->is_string()) type = t->get<std::string>();
+    if (type == "gemma3" && nested) type = "gemma3_text";
+    apply_class_defaults(text_copy, type, nested ? "text_config." : "", spec.notes);
+  }
+  ConfigReader r(root, text_copy, origin, nested);
 
   if (auto it = root.find("architectures"); it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
     spec.architecture = (*it)[0].get<std::string>();
@@ -515,7 +554,26 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   const std::uint64_t n_layers = r.required_positive({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
   if (n_layers > 100000) throw InputError(r.path("num_hidden_layers"), "is " + std::to_string(n_layers) + "; at most 100000 allowed");
   spec.vocab_size = r.required_positive({"vocab_size", "padded_vocab_size"});
-  spec.intermediate_size = r.positive("intermediate_size").value_or(r.positive("ffn_hidden_size").value_or(0));
+  if (const json* inter = r.find("intermediate_size"); inter && inter->is_array()) {
+    // Gemma 3n gives one intermediate size per layer: the weights use their mean.
+    if (inter->size() != n_layers)
+      throw InputError(r.path("intermediate_size"), "has " + std::to_string(inter->size()) + " entries for " +
+                                                        std::to_string(n_layers) + " layers");
+    std::uint64_t sum = 0;
+    for (std::size_t i = 0; i < inter->size(); ++i)
+      sum += r.as_positive((*inter)[i], r.path("intermediate_size") + "[" + std::to_string(i) + "]");
+    spec.intermediate_size = sum / n_layers;
+    spec.notes.push_back("intermediate_size is a per-layer list: weights use the mean " +
+                         std::to_string(spec.intermediate_size));
+  } else {
+    spec.intermediate_size = r.positive("intermediate_size").value_or(r.positive("ffn_hidden_size").value_or(0));
+  }
+  // Gemma 3n per-layer input embeddings: vocab_size_per_layer_input x layers x
+  // hidden_size_per_layer_input (transformers gemma3n embed_tokens_per_layer).
+  if (auto per_layer_vocab = r.positive("vocab_size_per_layer_input")) {
+    if (auto per_layer_hidden = r.positive("hidden_size_per_layer_input"))
+      spec.per_layer_embedding_params = *per_layer_vocab * n_layers * *per_layer_hidden;
+  }
 
   ParsedKinds kinds = read_layer_kinds(r, spec.model_type, n_layers, spec);
   const bool has_attention = std::any_of(kinds.kinds.begin(), kinds.kinds.end(), [](LayerKind k) {
@@ -563,6 +621,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     mla.qk_nope_head_dim = r.as_u32(r.required_positive({"qk_nope_head_dim"}), r.path("qk_nope_head_dim"));
     mla.v_head_dim = r.as_u32(r.required_positive({"v_head_dim"}), r.path("v_head_dim"));
     spec.mla = mla;
+    // The attention (query/key) head dim of MLA is nope + rope, not hidden / heads.
+    spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
   }
 
   // MoE.
@@ -576,6 +636,11 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
                                            r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
                                        r.path("num_experts_per_tok"));
       moe.num_shared_experts = r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
+      if (spec.model_type.rfind("llama4", 0) == 0 && !r.has("n_shared_experts")) {
+        // Llama 4 MoE layers always carry one shared expert (transformers llama4
+        // Llama4TextMoe.shared_expert); the config has no field for it.
+        moe.num_shared_experts = 1;
+      }
       moe.moe_intermediate_size = r.positive("moe_intermediate_size").value_or(
           r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
       moe.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size", true).value_or(0);
@@ -630,7 +695,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
           throw InputError(r.path("kv_lora_rank"), "MLA with windowed layers is not supported");
         layer.kind = LayerKind::mla;
         layer.kv_heads = 1;
-        layer.head_dim_k = spec.mla->kv_lora_rank + spec.mla->qk_rope_head_dim;
+        layer.head_dim_k = r.as_u32(std::uint64_t{spec.mla->kv_lora_rank} + spec.mla->qk_rope_head_dim,
+                                    r.path("kv_lora_rank") + " + qk_rope_head_dim");
         layer.head_dim_v = 0;
       } else {
         layer.kv_heads = spec.num_kv_heads;

@@ -60,6 +60,7 @@ ParamGroups count_groups(const ModelSpec& m) {
   const std::uint64_t H = m.hidden_size, V = m.vocab_size;
   g.embedding = checked_mul(V, H, "embedding parameters");
   if (!m.tie_word_embeddings) g.embedding = checked_mul(g.embedding, 2, "embedding parameters");
+  g.embedding = checked_add(g.embedding, m.per_layer_embedding_params, "embedding parameters");
   g.other = H;  // final norm
   const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
   const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
@@ -231,7 +232,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(bytes.substr(8, header_len));
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers beyond double
     throw InputError(origin, std::string("safetensors header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) throw InputError(origin, "safetensors header is not a JSON object");

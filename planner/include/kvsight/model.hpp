@@ -100,6 +100,7 @@ struct ModelSpec {
   std::uint64_t intermediate_size = 0;
   std::uint64_t vocab_size = 0;
   bool tie_word_embeddings = false;
+  std::uint64_t per_layer_embedding_params = 0;  // Gemma 3n per-layer input embeddings
   bool attention_bias = false;
   bool qk_norm = false;
   std::string dtype = "bf16";  // weights and activations (torch_dtype / dtype)
