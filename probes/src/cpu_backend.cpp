@@ -15,6 +15,7 @@
 #include <new>
 #include <sstream>
 #include <thread>
+#include <sys/mman.h>
 #include <sys/utsname.h>
 
 #include "backend.hpp"
@@ -29,17 +30,23 @@ using kernels::kTileTokens;
 using kernels::PagedDecodeParams;
 
 constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kHugePage = 2u << 20;
+#ifndef KVS_PREFETCH_TILES
+#define KVS_PREFETCH_TILES 2
+#endif
 
 class HostBuffer final : public DeviceBuffer {
  public:
   explicit HostBuffer(std::uint64_t bytes) : bytes_(bytes) {
-    data_ = ::operator new(std::max<std::uint64_t>(bytes, kAlignment), std::align_val_t(kAlignment),
-                           std::nothrow);
+    data_ = ::operator new(std::max<std::uint64_t>(bytes, kAlignment), std::align_val_t(kHugePage), std::nothrow);
     if (data_ == nullptr) {
       throw DeviceError("cpu: allocation of " + std::to_string(bytes) + " bytes failed (out of host memory)");
     }
+    // K/V blocks are read at random places: 2 MiB pages (where the kernel
+    // allows transparent huge pages) spare a TLB miss at most block boundaries.
+    if (bytes >= kHugePage) (void)madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
   }
-  ~HostBuffer() override { ::operator delete(data_, std::align_val_t(kAlignment)); }
+  ~HostBuffer() override { ::operator delete(data_, std::align_val_t(kHugePage)); }
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
   void* data() const override { return data_; }
@@ -62,22 +69,41 @@ const float* fp16_table() {
 
 template <int HEAD_DIM, bool BF16>
 [[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
+                                               const float* __restrict table);
+
+// Vec8 values never cross a non-inlined call, so the AVX-vs-SSE argument ABI
+// note does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+// GCC vector extensions: 8 floats, one AVX register in the x86-64-v3 clone and
+// two SSE registers in the baseline one.
+typedef float Vec8 __attribute__((vector_size(32)));
+typedef std::uint16_t Vec8u16 __attribute__((vector_size(16)));
+typedef std::uint32_t Vec8u32 __attribute__((vector_size(32)));
+
+[[gnu::always_inline]] inline Vec8 load8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+[[gnu::always_inline]] inline void store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
+[[gnu::always_inline]] inline float horizontal_sum(Vec8 v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+// bf16 -> fp32 is a 16-bit shift (exact); fp16 goes through the exact table.
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
                                                const float* __restrict table) {
   if constexpr (BF16) {
-    for (int d = 0; d < HEAD_DIM; ++d) out[d] = std::bit_cast<float>(static_cast<std::uint32_t>(source[d]) << 16);
+    for (int d = 0; d < HEAD_DIM; d += 8) {
+      Vec8u16 bits;
+      std::memcpy(&bits, source + d, sizeof(bits));
+      const Vec8u32 wide = __builtin_convertvector(bits, Vec8u32) << 16;
+      std::memcpy(out + d, &wide, sizeof(wide));
+    }
   } else {
     for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
   }
-}
-
-template <int HEAD_DIM>
-[[gnu::always_inline]] inline float dot(const float* __restrict a, const float* __restrict b) {
-  float partial[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int d = 0; d < HEAD_DIM; d += 8) {
-    for (int j = 0; j < 8; ++j) partial[j] += a[d + j] * b[d + j];
-  }
-  return ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-         ((partial[4] + partial[5]) + (partial[6] + partial[7]));
 }
 
 // Output of one task: unnormalised accumulators [q_per_kv][HEAD_DIM], running max and sum per head.
@@ -99,6 +125,7 @@ template <int HEAD_DIM, bool BF16>
   const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads * group +
                         static_cast<long long>(kv_head) * group) * HEAD_DIM;
+  for (int g = group; g < (group + 3) / 4 * 4; ++g) std::fill(q[g], q[g] + HEAD_DIM, 0.0f);
   for (int g = 0; g < group; ++g) {
     convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
     state.running_max[g] = -INFINITY;
@@ -108,23 +135,67 @@ template <int HEAD_DIM, bool BF16>
   const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
   const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache);
   const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache);
-  const std::uint16_t* rows[kTileTokens];
+  // Row offsets (elements from the cache base) of the current and the next
+  // tile. The next tile's K and V rows are prefetched while this one is
+  // computed: blocks sit at random places, so without it one thread waits on a
+  // demand miss at every block boundary (measured: 1.2 GB/s per thread with
+  // 16-token blocks against 2.4 GB/s with contiguous ones, before prefetching).
+  long long offsets[2][kTileTokens];
+  const auto fill_offsets = [&](long long* out, int tile_start, int count) {
+    int block_index = tile_start / p.block_size;
+    int in_block = tile_start % p.block_size;
+    long long block = block_table[block_index];
+    for (int t = 0; t < count; ++t) {
+      out[t] = (block * p.block_size + in_block) * row_stride + static_cast<long long>(kv_head) * HEAD_DIM;
+      if (++in_block == p.block_size && t + 1 < count) {
+        in_block = 0;
+        block = block_table[++block_index];
+      }
+    }
+  };
+  constexpr int kLineElements = 64 / sizeof(std::uint16_t);
+  constexpr int kPrefetchTiles = KVS_PREFETCH_TILES;
+  int current = 0;
+  if (begin < end) fill_offsets(offsets[current], begin, std::min(kTileTokens, end - begin));
 
   for (int tile_start = begin; tile_start < end; tile_start += kTileTokens) {
     const int count = std::min(kTileTokens, end - tile_start);
+    const long long* rows = offsets[current];
+    const int next_start = tile_start + kTileTokens;
+    if (next_start < end) fill_offsets(offsets[current ^ 1], next_start, std::min(kTileTokens, end - next_start));
+    const int ahead_start = tile_start + kPrefetchTiles * kTileTokens;
+    if (ahead_start < end) {
+      const int ahead_count = std::min(kTileTokens, end - ahead_start);
+      long long ahead[kTileTokens];
+      fill_offsets(ahead, ahead_start, ahead_count);
+      for (int t = 0; t < ahead_count; ++t) {
+        for (int e = 0; e < HEAD_DIM; e += kLineElements) {
+          __builtin_prefetch(k_cache + ahead[t] + e, 0, 2);
+          __builtin_prefetch(v_cache + ahead[t] + e, 0, 2);
+        }
+      }
+    }
+    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(k_cache + rows[t], tile[t], table);
+    // Scores four query heads at a time, so each K value loaded feeds four FMAs
+    // (q rows past the group are zero, their scores unused).
     for (int t = 0; t < count; ++t) {
-      const int token = tile_start + t;
-      const long long block = block_table[token / p.block_size];
-      rows[t] = k_cache + (block * p.block_size + token % p.block_size) * row_stride +
-                static_cast<long long>(kv_head) * HEAD_DIM;
-      convert_row<HEAD_DIM, BF16>(rows[t], tile[t], table);
+      const float* __restrict k = tile[t];
+      for (int g = 0; g < group; g += 4) {
+        Vec8 s0 = {}, s1 = {}, s2 = {}, s3 = {};
+        for (int d = 0; d < HEAD_DIM; d += 8) {
+          const Vec8 kv = load8(k + d);
+          s0 += load8(q[g] + d) * kv;
+          s1 += load8(q[g + 1] + d) * kv;
+          s2 += load8(q[g + 2] + d) * kv;
+          s3 += load8(q[g + 3] + d) * kv;
+        }
+        scores[g][t] = horizontal_sum(s0) * p.scale;
+        scores[g + 1][t] = horizontal_sum(s1) * p.scale;
+        scores[g + 2][t] = horizontal_sum(s2) * p.scale;
+        scores[g + 3][t] = horizontal_sum(s3) * p.scale;
+      }
     }
-    for (int g = 0; g < group; ++g) {
-      for (int t = 0; t < count; ++t) scores[g][t] = dot<HEAD_DIM>(q[g], tile[t]) * p.scale;
-    }
-    for (int t = 0; t < count; ++t) {
-      convert_row<HEAD_DIM, BF16>(v_cache + (rows[t] - k_cache), tile[t], table);
-    }
+    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(v_cache + rows[t], tile[t], table);
     for (int g = 0; g < group; ++g) {
       float tile_max = -INFINITY;
       for (int t = 0; t < count; ++t) tile_max = std::max(tile_max, scores[g][t]);
@@ -138,14 +209,26 @@ template <int HEAD_DIM, bool BF16>
       const float rescale = old_max == -INFINITY ? 0.0f : std::exp(old_max - new_max);
       state.running_sum[g] = state.running_sum[g] * rescale + weight_sum;
       state.running_max[g] = new_max;
-      float* __restrict acc = state.acc + g * HEAD_DIM;
-      for (int d = 0; d < HEAD_DIM; ++d) acc[d] *= rescale;
-      for (int t = 0; t < count; ++t) {
-        const float weight = scores[g][t];
-        const float* __restrict v = tile[t];
-        for (int d = 0; d < HEAD_DIM; ++d) acc[d] += weight * v[d];
+      // 32 accumulators stay in registers across the tile's tokens.
+      for (int d0 = 0; d0 < HEAD_DIM; d0 += 32) {
+        float* __restrict acc = state.acc + g * HEAD_DIM + d0;
+        Vec8 c0 = load8(acc) * rescale, c1 = load8(acc + 8) * rescale;
+        Vec8 c2 = load8(acc + 16) * rescale, c3 = load8(acc + 24) * rescale;
+        for (int t = 0; t < count; ++t) {
+          const float weight = scores[g][t];
+          const float* __restrict v = tile[t] + d0;
+          c0 += weight * load8(v);
+          c1 += weight * load8(v + 8);
+          c2 += weight * load8(v + 16);
+          c3 += weight * load8(v + 24);
+        }
+        store8(acc, c0);
+        store8(acc + 8, c1);
+        store8(acc + 16, c2);
+        store8(acc + 24, c3);
       }
     }
+    current ^= 1;
   }
 }
 
