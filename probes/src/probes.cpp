@@ -109,7 +109,10 @@ class Session {
         checked_mul(shape_.batch, ceil_div(max_context, shape_.block_size), "blocks of the sweep");
     q_elements_ = checked_mul(checked_mul(shape_.batch, shape_.q_heads, "q"), shape_.head_dim, "q");
     const std::uint64_t out_bytes = checked_mul(q_elements_, 4, "out");
-    const std::uint32_t max_splits_any = options_.splits > 0 ? options_.splits : 64;
+    // choose_splits never decreases with context: the largest context needs the most.
+    const std::uint32_t max_splits_any =
+        options_.splits > 0 ? options_.splits
+                            : choose_splits(info.multiprocessors, shape_.batch, shape_.kv_heads, max_context);
     const std::uint64_t partial_bytes = checked_mul(out_bytes, max_splits_any, "split-KV partials") +
                                         2 * checked_mul(q_elements_ / shape_.head_dim * max_splits_any, 4, "partials");
     const std::uint64_t table_bytes = checked_mul(needed_blocks, 4 * kMaxBufferSets, "block tables");

@@ -1,0 +1,127 @@
+// kvsight probe through the built binary: exit codes, messages, JSON keys.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace {
+using kvsight::test::run_kvsight;
+
+TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
+  const auto run = run_kvsight({"probe", "info", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  ASSERT_EQ(j["backends"].size(), 3u);
+  EXPECT_EQ(j["backends"][2]["name"], "cpu");
+  EXPECT_EQ(j["backends"][2]["status"], "ok");
+  // No GPU on the test machines: a compiled GPU backend says "no device: ...", an absent one "not compiled".
+  for (int i = 0; i < 2; ++i) {
+    const std::string status = j["backends"][i]["status"];
+    const bool compiled = j["backends"][i]["compiled"];
+    if (!compiled) {
+      EXPECT_EQ(status, "not compiled in this build");
+    }
+  }
+}
+
+TEST(ProbeCli, GpuBackendWithoutDeviceExitsThreeWithTheDriverMessage) {
+  for (const std::string backend : {"cuda", "hip"}) {
+    const auto run = run_kvsight({"probe", "attention", "--backend", backend, "--context", "256"});
+    EXPECT_EQ(run.exit_code, 3) << backend << ": " << run.err;
+    EXPECT_NE(run.err.find("device error: " + backend), std::string::npos) << run.err;
+#if KVSIGHT_PROBES_HAVE_CUDA
+    if (backend == "cuda") {
+      // The runtime's own text follows "failed:" (cudaGetErrorString), with its error number.
+      EXPECT_NE(run.err.find("device count (is a driver and a device present?) failed: "), std::string::npos) << run.err;
+      EXPECT_NE(run.err.find("(error "), std::string::npos) << run.err;
+    }
+#else
+    if (backend == "cuda") {
+      EXPECT_NE(run.err.find("not compiled in this build"), std::string::npos) << run.err;
+    }
+#endif
+#if KVSIGHT_PROBES_HAVE_HIP
+    if (backend == "hip") {
+      EXPECT_NE(run.err.find("failed: "), std::string::npos) << run.err;
+    }
+#else
+    if (backend == "hip") {
+      EXPECT_NE(run.err.find("not compiled in this build"), std::string::npos) << run.err;
+    }
+#endif
+  }
+}
+
+TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
+  auto run = run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "96"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--head-dim: 96 not supported; allowed: 64, 128, 256"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "tpu"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("allowed: auto, cpu, cuda, hip"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--kernel", "flash"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("allowed: nosplit, splitkv"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "sweep", "--backend", "cpu", "--contexts", "512,abc"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--contexts"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--max-mem", "lots"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--max-mem"), std::string::npos) << run.err;
+}
+
+TEST(ProbeCli, AttentionJson) {
+  const auto run = run_kvsight({"probe", "attention", "--backend", "cpu", "--kernel", "splitkv", "--context", "3000",
+                                "--block-size", "784", "--head-dim", "256", "--kv-heads", "2", "--q-heads", "12",
+                                "--splits", "4", "--repeats", "3", "--warmup", "1", "--max-mem", "64MiB",
+                                "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_EQ(j["correct"], true);
+  EXPECT_EQ(j["splits"], 4);
+  // K+V 3000 x 2 x 256 x 2 x 2 = 6,144,000; table ceil(3000 / 784) = 4 blocks x 4 = 16; lens 4;
+  // q 12 x 256 x 2 = 6,144; out 12 x 256 x 4 = 12,288.
+  EXPECT_EQ(j["bytes"], 6144000 + 16 + 4 + 6144 + 12288);
+  const double time_us = j["time_us"];
+  EXPECT_NEAR(j["gbps"].get<double>(), 6162452.0 / (time_us * 1e3), 1e-9 * j["gbps"].get<double>());
+}
+
+TEST(ProbeCli, SweepJsonHasPointsSlopeAndGrowthPerKernel) {
+  const auto run = run_kvsight({"probe", "sweep", "--backend", "cpu", "--contexts", "256,512,1K", "--head-dim", "64",
+                                "--kv-heads", "1", "--q-heads", "4", "--repeats", "2", "--warmup", "0",
+                                "--max-mem", "32MiB", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("kvsight probe sweep: splitkv context 1024"), std::string::npos);  // progress on stderr
+  const auto j = nlohmann::json::parse(run.out);
+  for (const char* kernel : {"nosplit", "splitkv"}) {
+    const auto& k = j[kernel];
+    ASSERT_EQ(k["points"].size(), 3u) << kernel;
+    EXPECT_EQ(k["points"][2]["context"], 1024);
+    // 1024 x 1 x 64 x 2 x 2 = 262,144; table 64 blocks x 4 = 256; lens 4; q 4 x 64 x 2 = 512; out 4 x 64 x 4 = 1,024.
+    EXPECT_EQ(k["points"][2]["bytes"], 262144 + 256 + 4 + 512 + 1024);
+    for (const auto& p : k["points"]) EXPECT_EQ(p["correct"], true);
+    const double first = k["points"][0]["time_us"], last = k["points"][2]["time_us"];
+    EXPECT_NEAR(k["growth"].get<double>(), last / first, 1e-12 * last / first);
+    EXPECT_TRUE(k.contains("slope_us_per_token"));
+  }
+  const auto csv = run_kvsight({"probe", "sweep", "--backend", "cpu", "--contexts", "256", "--head-dim", "64",
+                                "--kv-heads", "1", "--q-heads", "1", "--repeats", "1", "--max-mem", "32MiB",
+                                "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("context,nosplit us,nosplit GB/s,splitkv us,splitkv GB/s,splits,bytes,check", 0), 0u)
+      << csv.out;
+}
+
+TEST(ProbeCli, BandwidthJson) {
+  const auto run = run_kvsight({"probe", "bandwidth", "--backend", "cpu", "--bytes", "8MiB", "--repeats", "2",
+                                "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["correct"], true);
+  EXPECT_EQ(j["read_bytes"], 8388608);
+  EXPECT_EQ(j["copy_bytes"], 16777216);
+}
+
+}  // namespace

@@ -1,0 +1,203 @@
+// The cpu backend's two paged-decode algorithms (nosplit; split-KV + reduce):
+// a case computed by hand, then every kernel variant (head_dim x block size,
+// including non-power-of-two runtime blocks, both dtypes, several GQA ratios,
+// both algorithms) against the float64 reference on random inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "../probes/src/backend.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/probes/probes.hpp"
+
+namespace {
+namespace kp = kvsight::probes;
+using kvsight::kernels::PagedDecodeParams;
+
+// Softmax over three tokens by hand. head_dim 64, scale 1/8, block size 2,
+// block table [5, 2] (token 0, 1 -> block 5; token 2 -> block 2) in a pool of 8
+// blocks whose other blocks hold NaN, so reading any of them would show.
+// q head 0 = e0, q head 1 = 2 e0; k_t = c_t e0 with c = (0, 8, 16): scores of
+// head 0 are (0, 1, 2), of head 1 (0, 2, 4). v_t = t + 1 in every dimension, so
+// out_head0 = (1 + 2e + 3e^2) / (1 + e + e^2), out_head1 = (1 + 2e^2 + 3e^4) / (1 + e^2 + e^4).
+class HandCase : public ::testing::Test {
+ protected:
+  static constexpr int kHeadDim = 64;
+  static constexpr int kBlock = 2;
+  static constexpr int kPool = 8;
+  static constexpr std::uint16_t kNaN = 0x7fc0;  // bf16 quiet NaN
+
+  void run(int splits, int tokens_per_split) {
+    auto backend = kvsight::probes::detail::cpu_open(2);
+    std::vector<std::uint16_t> k(kPool * kBlock * kHeadDim, kNaN), v(kPool * kBlock * kHeadDim, kNaN);
+    const int rows[3] = {5 * kBlock + 0, 5 * kBlock + 1, 2 * kBlock + 0};
+    const std::uint16_t c[3] = {0x0000, 0x4100, 0x4180};    // 0, 8, 16 in bf16
+    const std::uint16_t value[3] = {0x3f80, 0x4000, 0x4040};  // 1, 2, 3
+    for (int t = 0; t < 3; ++t) {
+      for (int d = 0; d < kHeadDim; ++d) {
+        k[rows[t] * kHeadDim + d] = d == 0 ? c[t] : 0;
+        v[rows[t] * kHeadDim + d] = value[t];
+      }
+    }
+    std::vector<std::uint16_t> q(2 * kHeadDim, 0);
+    q[0] = 0x3f80;             // head 0: e0
+    q[kHeadDim] = 0x4000;      // head 1: 2 e0
+    const std::int32_t table[2] = {5, 2};
+    const std::int32_t lengths[1] = {3};
+    auto upload = [&](const void* data, std::uint64_t bytes) {
+      auto buffer = backend->allocate(bytes);
+      backend->upload(*buffer, data, bytes);
+      return buffer;
+    };
+    auto k_buffer = upload(k.data(), k.size() * 2);
+    auto v_buffer = upload(v.data(), v.size() * 2);
+    auto q_buffer = upload(q.data(), q.size() * 2);
+    auto table_buffer = upload(table, sizeof(table));
+    auto length_buffer = upload(lengths, sizeof(lengths));
+    const std::vector<float> nan(2 * kHeadDim * 4, std::numeric_limits<float>::quiet_NaN());
+    auto out = upload(nan.data(), 2 * kHeadDim * 4);
+    auto partial_out = upload(nan.data(), nan.size() * 4);
+    auto partial_max = upload(nan.data(), 2 * 4 * 4);
+    auto partial_sum = upload(nan.data(), 2 * 4 * 4);
+
+    PagedDecodeParams p;
+    p.q = q_buffer->data();
+    p.k_cache = k_buffer->data();
+    p.v_cache = v_buffer->data();
+    p.block_tables = static_cast<const std::int32_t*>(table_buffer->data());
+    p.seq_lens = static_cast<const std::int32_t*>(length_buffer->data());
+    p.out = static_cast<float*>(out->data());
+    p.partial_out = static_cast<float*>(partial_out->data());
+    p.partial_max = static_cast<float*>(partial_max->data());
+    p.partial_sum = static_cast<float*>(partial_sum->data());
+    p.num_seqs = 1;
+    p.num_kv_heads = 1;
+    p.q_per_kv = 2;
+    p.head_dim = kHeadDim;
+    p.block_size = kBlock;
+    p.max_blocks_per_seq = 2;
+    p.num_splits = splits;
+    p.tokens_per_split = tokens_per_split;
+    p.scale = 0.125f;
+    p.dtype = kvsight::kernels::ElementType::bf16;
+    backend->time_attention(splits > 1, p);
+    std::vector<float> result(2 * kHeadDim);
+    backend->download(result.data(), *out, result.size() * 4);
+    const double e = std::exp(1.0);
+    const double head0 = (1 + 2 * e + 3 * e * e) / (1 + e + e * e);
+    const double head1 = (1 + 2 * e * e + 3 * e * e * e * e) / (1 + e * e + e * e * e * e);
+    for (int d = 0; d < kHeadDim; ++d) {
+      ASSERT_NEAR(result[d], head0, 2e-6 * head0) << "head 0, dim " << d;
+      ASSERT_NEAR(result[kHeadDim + d], head1, 2e-6 * head1) << "head 1, dim " << d;
+    }
+  }
+};
+
+TEST_F(HandCase, NoSplit) { run(1, 0); }
+TEST_F(HandCase, SplitOneTokenEach) { run(3, 1); }
+TEST_F(HandCase, SplitWithEmptyTail) { run(4, 1); }  // split 3 covers no token: m = -inf, l = 0
+TEST_F(HandCase, SplitUneven) { run(2, 2); }
+
+struct Variant {
+  std::uint32_t head_dim, block_size;
+  std::string dtype;
+  std::uint32_t gqa;
+};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> out;
+  const std::uint32_t gqas[] = {1, 4, 6, 16, 2, 8, 3};
+  int i = 0;
+  for (std::uint32_t head_dim : {64u, 128u, 256u}) {
+    for (std::uint32_t block : {8u, 16u, 32u, 48u, 784u}) {
+      for (const char* dtype : {"bf16", "fp16"}) out.push_back({head_dim, block, dtype, gqas[i++ % 7]});
+    }
+  }
+  return out;
+}
+
+class EveryVariant : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(EveryVariant, BothAlgorithmsMatchFloat64) {
+  const Variant v = GetParam();
+  kp::AttentionShape shape;
+  shape.head_dim = v.head_dim;
+  shape.block_size = v.block_size;
+  shape.kv_heads = 2;
+  shape.q_heads = 2 * v.gqa;
+  shape.batch = 2;
+  // Crosses blocks and ends inside one: two whole blocks plus 5 tokens, at least 101.
+  shape.context = std::max<std::uint64_t>(2ull * v.block_size + 5, 101);
+  shape.dtype = v.dtype;
+  kp::ProbeOptions options;
+  options.repeats = 1;
+  options.warmup = 0;
+  options.max_mem_bytes = 4 * kp::attention_bytes(shape) + (4u << 20);
+  options.max_mem_fraction = 0.9;
+  for (const char* kernel : {"nosplit", "splitkv"}) {
+    options.splits = std::string(kernel) == "splitkv" ? 3 : 0;  // the cpu's 2 threads alone would pick 1
+    const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
+    EXPECT_TRUE(r.point.correct) << kernel << " max error " << r.point.max_error;
+    EXPECT_LE(r.point.max_error, kp::error_bound(v.dtype));
+    EXPECT_EQ(r.point.splits, std::string(kernel) == "splitkv" ? 3u : 1u);
+    EXPECT_EQ(r.point.bytes, kp::attention_bytes(shape));
+  }
+}
+
+std::string variant_name(const ::testing::TestParamInfo<Variant>& info) {
+  return "hd" + std::to_string(info.param.head_dim) + "_bs" + std::to_string(info.param.block_size) + "_" +
+         info.param.dtype + "_gqa" + std::to_string(info.param.gqa);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryVariant, ::testing::ValuesIn(all_variants()), variant_name);
+
+TEST(ProbeKernels, AutomaticSplitsAndSweep) {
+  kp::AttentionShape shape{128, 16, 1, 4, 1, 0, "bf16"};
+  kp::ProbeOptions options;
+  options.repeats = 2;
+  options.warmup = 1;
+  options.threads = 2;
+  options.max_mem_bytes = 16u << 20;
+  // 2 threads -> target 4 programs; 1 sequence x 1 KV head: ceil(4 / 1) = 4 splits at 2048 (2048 / 256 = 8 allows it);
+  // at 1000 tokens (< 1344) no split.
+  const auto results = kp::run_sweeps("cpu", {"nosplit", "splitkv"}, shape, {1000, 2048}, options);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1].points[0].splits, 1u);
+  EXPECT_EQ(results[1].points[1].splits, 4u);
+  for (const auto& r : results) {
+    ASSERT_EQ(r.points.size(), 2u);
+    for (const auto& point : r.points) EXPECT_TRUE(point.correct) << r.kernel << " " << point.context;
+    // K+V at 2048: 2048 x 1 x 128 x 2 x 2 = 1,048,576; table 128 x 4 = 512; lens 4; q 4 x 128 x 2 = 1,024;
+    // out 4 x 128 x 4 = 2,048.
+    EXPECT_EQ(r.points[1].bytes, 1048576ull + 512 + 4 + 1024 + 2048);
+    EXPECT_DOUBLE_EQ(r.growth, r.points[1].time_us / r.points[0].time_us);
+  }
+}
+
+TEST(ProbeKernels, BandwidthIsCheckedExactly) {
+  kp::ProbeOptions options;
+  options.repeats = 2;
+  options.warmup = 1;
+  const kp::BandwidthResult r = kp::run_bandwidth("cpu", 4u << 20, options);
+  EXPECT_TRUE(r.correct);
+  EXPECT_EQ(r.read_bytes, 4194304u);
+  EXPECT_EQ(r.copy_bytes, 2u * 4194304u);  // read + write
+  EXPECT_GT(r.read_gbps, 0.0);
+}
+
+TEST(ProbeKernels, MemoryBudgetIsEnforced) {
+  kp::AttentionShape shape{128, 16, 8, 32, 4, 32768, "bf16"};  // 512 MiB of K/V
+  kp::ProbeOptions options;
+  options.max_mem_bytes = 64u << 20;
+  try {
+    kp::run_attention("cpu", "nosplit", shape, options);
+    FAIL() << "expected an InputError";
+  } catch (const kvsight::InputError& e) {
+    EXPECT_EQ(e.field(), "--max-mem");
+  }
+}
+
+}  // namespace
