@@ -1,0 +1,518 @@
+// Gate evaluation: turns a model, a device and engine options into GateInputs per
+// attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
+// the engine constraints that refuse start-up. Sources: shared/reference/gates.md.
+#include "kvsight/gates.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "gates_rules.hpp"
+#include "kvsight/dtype.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/footprint.hpp"
+
+namespace kvsight {
+
+using gates_detail::Condition;
+using gates_detail::Field;
+using gates_detail::KernelRule;
+using gates_detail::SplitMode;
+using gates_detail::Test;
+
+namespace {
+
+std::string join_numbers(const std::vector<std::int64_t>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(values[i]);
+  }
+  return out;
+}
+
+std::string join_strings(const std::vector<std::string>& values) {
+  std::string out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += values[i];
+  }
+  return out;
+}
+
+const char* field_name(Field field) {
+  switch (field) {
+    case Field::head_size: return "head_size";
+    case Field::head_size_v: return "head_size_v";
+    case Field::block_size: return "block_size";
+    case Field::gqa_ratio: return "GQA ratio";
+    case Field::max_seq_len: return "max_seq_len";
+    case Field::sliding_window: return "sliding window";
+    case Field::q_dtype: return "query dtype";
+    case Field::kv_cache_dtype: return "kv_cache_dtype";
+    case Field::alibi: return "ALiBi";
+    case Field::sinks: return "attention sinks";
+    case Field::padded_layout: return "stride-padded KV layout";
+    case Field::compute_capability: return "compute capability";
+    case Field::family: return "family";
+    case Field::env: return "environment";
+  }
+  return "?";
+}
+
+std::int64_t number_of(Field field, const GateInput& in) {
+  switch (field) {
+    case Field::head_size: return in.head_size;
+    case Field::head_size_v: return in.head_size_v;
+    case Field::block_size: return in.block_size;
+    case Field::gqa_ratio: return in.gqa_ratio;
+    case Field::max_seq_len: return static_cast<std::int64_t>(in.max_seq_len);
+    case Field::sliding_window: return static_cast<std::int64_t>(in.sliding_window);
+    case Field::alibi: return in.alibi ? 1 : 0;
+    case Field::sinks: return in.sinks ? 1 : 0;
+    case Field::padded_layout: return in.padded_layout ? 1 : 0;
+    case Field::compute_capability: return in.compute_capability;
+    default: return 0;
+  }
+}
+
+std::string string_of(Field field, const GateInput& in) {
+  if (field == Field::q_dtype) return in.q_dtype;
+  if (field == Field::kv_cache_dtype) return in.kv_cache_dtype;
+  return std::to_string(number_of(field, in));
+}
+
+std::string capability_text(std::int64_t cc) {
+  return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
+}
+
+// Returns "" when the condition holds, else the reason naming condition and value.
+std::string check(const Condition& c, const GateInput& in) {
+  const std::string name = field_name(c.field);
+  const std::int64_t value = number_of(c.field, in);
+  const bool cc = c.field == Field::compute_capability;
+  const std::string shown = cc ? capability_text(value) : std::to_string(value);
+  switch (c.test) {
+    case Test::one_of:
+      if (std::find(c.numbers.begin(), c.numbers.end(), value) != c.numbers.end()) return "";
+      if (c.numbers.size() == 1) return name + " " + shown + " is not " + std::to_string(c.numbers[0]);
+      return name + " " + shown + " is not one of " + join_numbers(c.numbers);
+    case Test::in_range:
+      if (value >= c.numbers[0] && value <= c.numbers[1]) return "";
+      if (cc) {
+        return name + " " + shown + " is not in " + capability_text(c.numbers[0]) + ".." +
+               capability_text(c.numbers[1]);
+      }
+      return name + " " + shown + " is not in " + std::to_string(c.numbers[0]) + ".." +
+             std::to_string(c.numbers[1]);
+    case Test::at_most:
+      if (value <= c.numbers[0]) return "";
+      return name + " " + shown + " is over " + std::to_string(c.numbers[0]);
+    case Test::at_least:
+      if (value >= c.numbers[0]) return "";
+      return name + " " + shown + " is below " + (cc ? capability_text(c.numbers[0]) : std::to_string(c.numbers[0]));
+    case Test::multiple_of:
+      if (c.numbers[0] != 0 && value % c.numbers[0] == 0) return "";
+      return name + " " + shown + " is not a multiple of " + std::to_string(c.numbers[0]);
+    case Test::power_of_two:
+      if (value > 0 && (value & (value - 1)) == 0) return "";
+      return name + " " + shown + " is not a power of two";
+    case Test::absent:
+      if (value == 0) return "";
+      if (c.field == Field::sliding_window) return "sliding window " + shown + " is set (must be none)";
+      if (c.field == Field::padded_layout) {
+        return "the KV layout is stride-padded (hybrid attention + recurrent model), which forces Triton";
+      }
+      return name + " is used (must be absent)";
+    case Test::str_one_of: {
+      const std::string text = string_of(c.field, in);
+      if (std::find(c.strings.begin(), c.strings.end(), text) != c.strings.end()) return "";
+      if (c.strings.size() == 1) return name + " " + text + " is not " + c.strings[0];
+      return name + " " + text + " is not one of " + join_strings(c.strings);
+    }
+    case Test::never:
+      return c.label;
+    case Test::equals_head_size:
+      if (in.head_size_v == in.head_size) return "";
+      return "head_size_v " + std::to_string(in.head_size_v) + " is not head_size " + std::to_string(in.head_size);
+  }
+  return "";
+}
+
+bool version_applies(const KernelRule& rule, std::uint64_t version) {
+  return version >= rule.min_version && version < rule.max_version;
+}
+
+void decide_split(const KernelRule& rule, const GateInput& in, KernelVerdict& verdict) {
+  switch (rule.split) {
+    case SplitMode::never:
+      verdict.splits_context = false;
+      verdict.split_rule = "grid (num_seqs, num_kv_heads) = " + std::to_string(in.batch) + " x " +
+                           std::to_string(in.kv_heads_per_rank) +
+                           " programs, each walking the whole context serially (online softmax)";
+      return;
+    case SplitMode::always:
+      verdict.splits_context = true;
+      verdict.split_rule = "splits the context across programs (split-KV / partitions), then reduces";
+      return;
+    case SplitMode::triton_3d: {
+      // triton_attn.py: seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D (128) // num_kv_heads;
+      // pure decode with num_seqs <= threshold takes the 3D kernel with 16 segments.
+      const std::uint64_t threshold = 128 / std::max<std::uint32_t>(1, in.kv_heads_per_rank);
+      verdict.splits_context = in.batch <= threshold;
+      verdict.split_rule = verdict.splits_context
+                               ? "3D split-KV kernel (16 softmax segments): pure decode with num_seqs " +
+                                     std::to_string(in.batch) + " <= 128 / " + std::to_string(in.kv_heads_per_rank) +
+                                     " = " + std::to_string(threshold)
+                               : "2D kernel (no split): num_seqs " + std::to_string(in.batch) + " > 128 / " +
+                                     std::to_string(in.kv_heads_per_rank) + " = " + std::to_string(threshold) +
+                                     " (#48076)";
+      return;
+    }
+    case SplitMode::paged_v1_v2: {
+      // vllm/attention/ops/paged_attn.py: v1 when max_seq_len <= 8192 and (one
+      // partition of 512, or num_seqs x num_heads > 512); else v2 (partitioned).
+      const std::uint64_t partitions = (in.max_seq_len + 511) / 512;
+      const bool v1 = in.max_seq_len <= 8192 && (partitions == 1 || in.batch * in.q_heads_per_rank > 512);
+      verdict.splits_context = !v1;
+      verdict.split_rule = v1 ? "paged_attention_v1 (grid heads x seqs, no split): max_seq_len <= 8192 and "
+                                "(one partition or num_seqs x num_heads > 512)"
+                              : "paged_attention_v2: partitions of 512 tokens, then a reduce";
+      return;
+    }
+  }
+}
+
+std::string lower(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
+std::uint32_t parse_compute_capability(const std::string& arch) {
+  // "sm_90" -> 90, "sm_100" -> 100, "sm_120a" -> 120.
+  if (arch.rfind("sm_", 0) != 0) return 0;
+  std::uint32_t value = 0;
+  for (std::size_t i = 3; i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])); ++i) {
+    value = value * 10 + static_cast<std::uint32_t>(arch[i] - '0');
+  }
+  return value;
+}
+
+std::string engine_display(const std::string& engine) {
+  if (engine == "vllm") return "vLLM";
+  if (engine == "sglang") return "SGLang";
+  if (engine == "trtllm") return "TensorRT-LLM";
+  if (engine == "llamacpp") return "llama.cpp";
+  return engine;
+}
+
+// Layer kinds as the gates output names them.
+std::string kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::full_attention: return "full_attention";
+    case LayerKind::sliding_window: return "sliding_window";
+    case LayerKind::chunked_local: return "chunked_local";
+    case LayerKind::mla: return "mla";
+    default: return std::string(to_string(kind));
+  }
+}
+
+bool is_quantized_ggml(const std::string& type) {
+  return type != "f16" && type != "f32" && type != "bf16";
+}
+
+}  // namespace
+
+std::vector<std::string> gate_engines() { return {"vllm", "sglang", "trtllm", "llamacpp"}; }
+
+std::uint64_t parse_engine_version(const std::string& text) {
+  if (text.empty()) return UINT64_MAX - 1;
+  std::string body = text;
+  if (body[0] == 'v' || body[0] == 'V' || body[0] == 'b') body = body.substr(1);
+  std::uint64_t parts[3] = {0, 0, 0};
+  std::size_t part = 0;
+  std::size_t i = 0;
+  bool any_digit = false;
+  for (; i < body.size() && part < 3; ++i) {
+    const char ch = body[i];
+    if (std::isdigit(static_cast<unsigned char>(ch))) {
+      parts[part] = parts[part] * 10 + static_cast<std::uint64_t>(ch - '0');
+      any_digit = true;
+      if (parts[part] > 999999) break;
+    } else if (ch == '.') {
+      ++part;
+    } else {
+      break;  // ".dev5", "rc1", "+rocm": the numeric prefix is the version
+    }
+  }
+  if (!any_digit || (i < body.size() && body[i] != '.' && body[i] != 'r' && body[i] != 'd' && body[i] != '+' &&
+                     body[i] != '-' && !std::isdigit(static_cast<unsigned char>(body[i])))) {
+    throw InputError("--engine-version", "'" + text + "' is not a version; allowed: MAJOR.MINOR[.PATCH] (e.g. 0.23.1)");
+  }
+  if (text[0] == 'b') return parts[0];  // llama.cpp build number
+  return parts[0] * 1000000 + parts[1] * 1000 + parts[2];
+}
+
+std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
+  const std::uint64_t version = parse_engine_version(input.engine_version);
+  std::vector<KernelVerdict> out;
+  for (const KernelRule& rule : gates_detail::kernel_rules()) {
+    if (rule.engine != input.engine || rule.mla != input.mla) continue;
+    if (std::find(rule.families.begin(), rule.families.end(), input.family) == rule.families.end()) continue;
+    if (!version_applies(rule, version)) continue;
+    KernelVerdict verdict;
+    verdict.kernel = rule.kernel;
+    verdict.name = rule.name;
+    verdict.backend = rule.backend;
+    verdict.source = rule.source;
+    for (const Condition& condition : rule.conditions) {
+      std::string reason = check(condition, input);
+      // One reason per distinct failure (two rules on the same field can both fail).
+      if (!reason.empty() && std::find(verdict.reasons.begin(), verdict.reasons.end(), reason) == verdict.reasons.end()) {
+        verdict.reasons.push_back(std::move(reason));
+      }
+    }
+    verdict.admitted = verdict.reasons.empty();
+    decide_split(rule, input, verdict);
+    out.push_back(std::move(verdict));
+  }
+  for (KernelVerdict& verdict : out) {
+    if (verdict.admitted) {
+      verdict.selected = true;
+      break;
+    }
+  }
+  return out;
+}
+
+GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
+  const std::vector<std::string> engines = gate_engines();
+  if (std::find(engines.begin(), engines.end(), options.engine) == engines.end()) {
+    throw InputError("--engine", "'" + options.engine + "' has no gate rules; allowed: vllm, sglang, trtllm, llamacpp");
+  }
+  if (options.tp == 0) throw InputError("--tp", "must be at least 1; allowed: 1, 2, 4, 8, ...");
+  if (model.attention_layer_count() == 0) {
+    throw InputError("--model", "'" + model.id + "' has no attention layers; gates apply to attention layers only");
+  }
+  const std::string& engine = options.engine;
+  const std::string display = engine_display(engine);
+  const std::uint64_t version = parse_engine_version(options.engine_version);
+
+  GateResult result;
+  result.engine = engine;
+  result.engine_version = options.engine_version.empty()
+                              ? gates_detail::newest_known_version_text(engine) + " (newest known; --engine-version)"
+                              : options.engine_version;
+  result.family = gpu.family;
+  result.tp = options.tp;
+
+  // The block size the engine really uses.
+  if (engine == "vllm") {
+    result.block_size = vllm_block_size(model, options);
+    if (options.block_size) {
+      result.block_size_source = "--block-size";
+    } else if (model.is_hybrid()) {
+      result.block_size_source =
+          "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)";
+    } else {
+      result.block_size_source = "vLLM default";
+    }
+  } else if (engine == "sglang") {
+    result.block_size = options.block_size.value_or(1);
+    result.block_size_source = options.block_size ? "--page-size" : "SGLang default page size 1";
+  } else if (engine == "trtllm") {
+    result.block_size = options.block_size.value_or(32);
+    result.block_size_source = options.block_size ? "tokens_per_block" : "TensorRT-LLM default tokens_per_block 32";
+  } else {
+    result.block_size = 0;
+    result.block_size_source = "llama.cpp has no paged KV (one slot pool)";
+  }
+
+  // max_seq_len at run time is the batch's longest sequence; the gate is evaluated at
+  // the longest the engine will admit (max_model_len, default the model's maximum).
+  std::uint64_t max_seq_len = derived_max_model_len(model);
+  if (options.max_model_len && *options.max_model_len > 0) {
+    max_seq_len = static_cast<std::uint64_t>(*options.max_model_len);
+  } else if (options.context > 0) {
+    max_seq_len = options.context;
+  }
+  if (max_seq_len == 0) max_seq_len = 4096;
+  result.max_seq_len = max_seq_len;
+
+  GateInput base;
+  base.engine = engine;
+  base.engine_version = options.engine_version;
+  base.family = gpu.family;
+  base.arch = gpu.arch;
+  base.compute_capability = parse_compute_capability(gpu.arch);
+  base.q_dtype = canonical_torch_dtype(model.dtype, "torch_dtype");
+  base.kv_cache_dtype = engine == "llamacpp" ? options.cache_type_k : options.kv_cache_dtype;
+  base.block_size = result.block_size;
+  base.max_seq_len = max_seq_len;
+  base.batch = std::max<std::uint64_t>(1, options.batch);
+  // vLLM ALiBi models (bloom, mpt); attention sinks (gpt-oss); stride-padded KV
+  // layouts for hybrid attention + recurrent models (chunked_prefill_paged_decode.py
+  // has_native_kv_cache_layout).
+  const std::string model_type = lower(model.model_type);
+  base.alibi = model_type == "bloom" || model_type == "mpt";
+  base.sinks = model_type == "gpt_oss";
+  base.padded_layout = engine == "vllm" && model.is_hybrid();
+
+  const std::uint32_t q_heads = model.num_attention_heads;
+  const std::uint32_t q_per_rank = std::max<std::uint32_t>(1, q_heads / options.tp);
+
+  // Group identical attention layers.
+  using Key = std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t>;
+  std::map<Key, LayerGroupGate> groups;
+  std::vector<Key> order;
+  for (const LayerSpec& layer : model.layers) {
+    if (!layer.is_attention()) continue;
+    const Key key{static_cast<int>(layer.kind), layer.head_dim_k, layer.head_dim_v, layer.kv_heads, layer.window};
+    auto found = groups.find(key);
+    if (found == groups.end()) {
+      order.push_back(key);
+      LayerGroupGate group;
+      group.kind = kind_name(layer.kind);
+      group.layer_kind = layer.kind;
+      group.head_size = layer.head_dim_k;
+      group.kv_heads_per_rank = kv_heads_per_rank(layer, options.tp);
+      group.q_heads_per_rank = q_per_rank;
+      group.window = (layer.kind == LayerKind::sliding_window || layer.kind == LayerKind::chunked_local)
+                         ? layer.window
+                         : 0;
+      GateInput input = base;
+      input.mla = layer.kind == LayerKind::mla;
+      input.head_size = layer.head_dim_k;
+      input.head_size_v = layer.head_dim_v == 0 ? layer.head_dim_k : layer.head_dim_v;
+      input.kv_heads_per_rank = group.kv_heads_per_rank;
+      input.q_heads_per_rank = q_per_rank;
+      input.gqa_ratio = q_per_rank / std::max<std::uint32_t>(1, group.kv_heads_per_rank);
+      input.sliding_window = group.window;
+      group.kernels = evaluate_kernels(input);
+      for (const KernelVerdict& verdict : group.kernels) {
+        if (verdict.selected) {
+          group.selected = verdict.kernel;
+          group.selected_name = verdict.name;
+          group.splits_context = verdict.splits_context;
+        }
+      }
+      found = groups.emplace(key, std::move(group)).first;
+    }
+    ++found->second.layer_count;
+  }
+  for (const Key& key : order) result.groups.push_back(groups.at(key));
+
+  // Primary group: full attention (or MLA) with the most layers; else the largest.
+  const LayerGroupGate* primary = nullptr;
+  for (const LayerGroupGate& group : result.groups) {
+    const bool global = group.kind == "full_attention" || group.kind == "mla";
+    const bool primary_global = primary && (primary->kind == "full_attention" || primary->kind == "mla");
+    if (!primary || (global && !primary_global) ||
+        (global == primary_global && group.layer_count > primary->layer_count)) {
+      primary = &group;
+    }
+  }
+  result.primary = *primary;
+
+  // ------------------------------------------------------------ constraints
+  auto add = [&result](std::string name, bool ok, std::string detail, std::string source) {
+    if (!ok) result.errors.push_back(name + ": " + detail);
+    result.constraints.push_back({std::move(name), ok, std::move(detail), std::move(source)});
+  };
+
+  if (engine == "trtllm" && gpu.vendor != "nvidia") {
+    add("device vendor", false, display + " runs on NVIDIA GPUs only; " + gpu.id + " is " + gpu.vendor,
+        "TensorRT-LLM documentation (CUDA only)");
+  }
+  if (engine == "vllm" || engine == "sglang" || engine == "trtllm") {
+    // vllm/config/model.py ModelConfig.verify_with_parallel_config: "Total number of
+    // attention heads (H) must be divisible by tensor parallel size (T)."
+    const bool divides = q_heads % options.tp == 0;
+    add("tensor parallel size divides attention heads", divides,
+        "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") + std::to_string(q_heads) +
+            " attention heads" + (divides ? "" : ": " + display + " refuses to start"),
+        "vllm/config/model.py verify_with_parallel_config; SGLang model_config.py (same check)");
+    // vllm/model_executor/layers/linear.py QKVParallelLinear: KV heads are split
+    // (kv % tp == 0) or replicated (tp % kv == 0); anything else fails divide().
+    const std::uint32_t kv = model.num_kv_heads;
+    if (kv > 0 && !model.mla) {
+      const bool ok = kv % options.tp == 0 || options.tp % kv == 0;
+      std::string detail = ok ? (options.tp > kv ? "tp " + std::to_string(options.tp) + " > " + std::to_string(kv) +
+                                                       " KV heads: each KV head replicated on " +
+                                                       std::to_string(options.tp / kv) + " ranks (1 per rank)"
+                                                 : std::to_string(kv) + " KV heads / tp " +
+                                                       std::to_string(options.tp) + " = " +
+                                                       std::to_string(kv / options.tp) + " per rank")
+                              : "tp " + std::to_string(options.tp) + " and " + std::to_string(kv) +
+                                    " KV heads: neither divides the other";
+      add("KV heads split or replicated evenly", ok, detail,
+          "vllm/model_executor/layers/linear.py QKVParallelLinear (divide)");
+    }
+  }
+  if (engine == "vllm") {
+    // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
+    if (options.block_size) {
+      const std::uint32_t b = *options.block_size;
+      const bool ok = b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256;
+      add("--block-size allowed", ok,
+          "block_size " + std::to_string(b) + (ok ? " is" : " is not") + " one of 1, 8, 16, 32, 64, 128, 256",
+          "vllm/config/cache.py BlockSize");
+    }
+    // vllm/config/cache.py CacheDType.
+    static const std::vector<std::string> kv_types = {"auto",     "bfloat16", "float16",  "bf16",   "fp16",
+                                                      "fp8",      "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"};
+    const bool kv_ok = std::find(kv_types.begin(), kv_types.end(), options.kv_cache_dtype) != kv_types.end();
+    add("--kv-cache-dtype supported", kv_ok,
+        "kv_cache_dtype " + options.kv_cache_dtype + (kv_ok ? " is" : " is not") + " one of " + join_strings(kv_types),
+        "vllm/config/cache.py CacheDType");
+    // vllm/config/model.py _get_and_verify_max_len: a max_model_len above the model's
+    // derived maximum is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+    if (options.max_model_len && *options.max_model_len > 0 && derived_max_model_len(model) > 0) {
+      const std::uint64_t limit = derived_max_model_len(model);
+      const auto asked = static_cast<std::uint64_t>(*options.max_model_len);
+      const bool ok = asked <= limit;
+      add("max_model_len within the model's maximum", ok,
+          "max_model_len " + std::to_string(asked) + (ok ? " <= " : " > ") + std::to_string(limit) +
+              (ok ? "" : " (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)"),
+          "vllm/config/model.py _get_and_verify_max_len");
+    }
+  }
+  if (engine == "llamacpp") {
+    // src/llama-context.cpp: "V cache quantization requires flash_attn".
+    const bool fa = result.primary.selected == "llamacpp_flash_attn";
+    const bool ok = !is_quantized_ggml(options.cache_type_v) || fa;
+    add("quantized V cache needs FlashAttention", ok,
+        "cache_type_v " + options.cache_type_v + (ok ? "" : " is quantized but FlashAttention is refused"),
+        "src/llama-context.cpp (llama.cpp master)");
+    result.notes.push_back("llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored");
+  }
+  for (const LayerGroupGate& group : result.groups) {
+    if (group.selected.empty()) {
+      std::vector<std::string> refused;
+      for (const KernelVerdict& verdict : group.kernels) refused.push_back(verdict.kernel);
+      add("an attention kernel admits the " + group.kind + " layers", false,
+          "no " + display + " kernel on " + gpu.family + " admits head_size " + std::to_string(group.head_size) +
+              ", block_size " + std::to_string(result.block_size) +
+              (refused.empty() ? " (none exists for this family)" : " (refused: " + join_strings(refused) + ")"),
+          "see attention.refused");
+    }
+  }
+
+  if (engine == "vllm" && version >= gates_detail::newest_known_version("vllm") &&
+      !options.engine_version.empty() && version > gates_detail::newest_known_version("vllm")) {
+    result.notes.push_back("engine version " + options.engine_version + " is newer than the rules (" +
+                           gates_detail::newest_known_version_text("vllm") + "): re-check against its source");
+  }
+  result.notes.push_back("max_seq_len is the batch's longest sequence at run time; evaluated here at " +
+                         std::to_string(max_seq_len) + " (--max-model-len, else the model's maximum)");
+  if (engine == "vllm" && (gpu.family == "gfx11" || gpu.family == "gfx12")) {
+    result.notes.push_back(
+        "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel 2-6x "
+        "faster than the fallback at GQA 1-2)");
+  }
+  return result;
+}
+
+}  // namespace kvsight
