@@ -1,12 +1,483 @@
-// PLACEHOLDER: replaced by the owner of the 'cliff' command.
+// kvsight cliff: decode time versus context for the selected attention path and a
+// split-KV path, beside the published vLLM #50264 / PR #45916 figures, optionally
+// with both probe kernels measured on this device.
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
 #include "commands.hpp"
+#include "kvsight/decode_model.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/gates.hpp"
+#include "kvsight/gpu.hpp"
+#include "kvsight/model.hpp"
+#include "kvsight/probes/probes.hpp"
+#include "svg_plot.hpp"
+
 namespace kvsight::cli {
-void add_cliff_command(CLI::App& app, CliState& state) {
-  auto* command = app.add_subcommand("cliff", "(not yet available)");
-  add_output_options(*command, state);
-  command->callback([&state] {
-    throw InputError("cliff", "this command is not built yet");
-  });
+
+namespace {
+
+struct CliffArgs {
+  std::string scenario;
+  std::string model;
+  std::string gpu;
+  EngineOptions options;
+  std::uint32_t block_size = 0;
+  std::int64_t max_model_len = 0;
+  std::string contexts_text;
+  std::string measure_contexts_text;
+  double baseline_ms = -1;
+  std::string calibration_path;
+  std::string backend;
+  std::string plot_path;
+  int repeats = 5;
+};
+
+std::vector<std::uint64_t> parse_contexts(const std::string& text, const std::string& field) {
+  std::vector<std::uint64_t> out;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    std::size_t used = 0;
+    unsigned long long value = 0;
+    try {
+      value = std::stoull(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value == 0 || value > (1ULL << 24)) {
+      throw InputError(field, "'" + item + "' is not a context; allowed: comma-separated token counts 1..16777216");
+    }
+    out.push_back(value);
+  }
+  if (out.empty()) throw InputError(field, "empty list; allowed: comma-separated token counts, e.g. 1024,8192");
+  return out;
 }
+
+std::string read_text(const std::string& path, const std::string& field) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(field, "cannot read '" + path + "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string pct(double predicted, double published) {
+  return (predicted >= published ? "+" : "") + fixed((predicted - published) / published * 100.0, 1) + "%";
+}
+
+nlohmann::json point_json(const DecodePoint& p) {
+  return {{"context", p.context},
+          {"ms_per_token", p.ms_per_token},
+          {"tok_s", p.tok_s},
+          {"attention_us_per_call", p.attention_us_per_call},
+          {"attention_ms_per_step", p.attention_ms_per_step},
+          {"splits", p.splits}};
+}
+
+nlohmann::json calibration_json(const KernelCalibration& c) {
+  return {{"source", c.source},
+          {"call_overhead_us", c.call_overhead_us},
+          {"per_program_gbps", c.per_program_gbps},
+          {"achieved_bandwidth_gbps", c.achieved_bandwidth_gbps},
+          {"reduce_us", c.reduce_us},
+          {"concurrent_programs", c.concurrent_programs}};
+}
+
+struct Measured {
+  bool present = false;
+  std::string backend, device;
+  std::vector<probes::SweepResult> sweeps;
+};
+
+Measured measure(const CliffArgs& args, const probes::AttentionShape& shape, std::uint32_t layers) {
+  Measured measured;
+  if (args.backend.empty()) return measured;
+  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "hip") {
+    throw InputError("--backend", "'" + args.backend + "' is not a backend; allowed: cuda, hip, cpu");
+  }
+  std::vector<std::uint64_t> contexts;
+  if (!args.measure_contexts_text.empty()) {
+    contexts = parse_contexts(args.measure_contexts_text, "--measure-contexts");
+  } else if (args.backend == "cpu") {
+    contexts = {256, 512, 1024, 2048};  // the cpu reference is slow: keep it small
+  } else {
+    contexts = {1024, 4096, 8192, 16384, 32768};
+  }
+  probes::ProbeOptions options;
+  options.repeats = args.repeats;
+  options.warmup = 1;
+  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  measured.present = true;
+  measured.backend = args.backend;
+  for (const char* kernel : {"nosplit", "splitkv"}) {
+    measured.sweeps.push_back(probes::run_sweep(args.backend, kernel, shape, contexts, options));
+    measured.device = measured.sweeps.back().device;
+  }
+  (void)layers;
+  return measured;
+}
+
+void run_cliff(const CliffArgs& args, CliState& state) {
+  const bool scenario_mode = !args.scenario.empty();
+  if (scenario_mode && args.scenario != "vllm-50264") {
+    throw InputError("--scenario", "'" + args.scenario + "' is not a scenario; allowed: vllm-50264");
+  }
+  if (!scenario_mode && (args.model.empty() || args.gpu.empty())) {
+    throw InputError("--scenario", "give --scenario vllm-50264, or --model and --gpu");
+  }
+  EngineOptions options = args.options;
+  if (args.block_size > 0) options.block_size = args.block_size;
+  if (args.max_model_len != 0) options.max_model_len = args.max_model_len;
+
+  DecodeScenario scenario;
+  std::vector<std::uint64_t> contexts;
+  std::vector<std::uint64_t> split_contexts;
+  std::string title, kernel, model_id, gpu_id, engine = options.engine;
+  bool splits_context = false;
+  probes::AttentionShape shape;
+  std::uint32_t block_size = 0, q_heads_per_rank = 0;
+  GpuSpec gpu;
+
+  if (scenario_mode) {
+    scenario = vllm_50264_scenario();
+    for (const PublishedPoint& p : vllm_50264_published()) contexts.push_back(p.context);
+    for (const PublishedPoint& p : vllm_45916_split_published()) split_contexts.push_back(p.context);
+    title = "Decode cliff, vLLM #50264: Qwen3.6-27B on 2 x RX 7900 XT (gfx1100), TP 2, batch 1, per rank";
+    kernel = "triton_paged_attention_2d";
+    model_id = "qwen3.6-27b";
+    gpu_id = "rx7900xt";
+    engine = "vllm";
+    block_size = 784;
+    q_heads_per_rank = 12;
+    shape.head_dim = 256;
+    shape.block_size = 784;
+    shape.kv_heads = 2;
+    shape.q_heads = 12;
+    shape.batch = 1;
+    shape.dtype = "bf16";
+    try {
+      gpu = find_gpu("rx7900xt");
+    } catch (const InputError&) {
+      gpu.id = "rx7900xt";
+      gpu.arch = "gfx1100";
+      gpu.multiprocessors = 84;
+      gpu.bandwidth_gbps = 800;
+    }
+    if (args.baseline_ms >= 0) {
+      scenario.baseline_ms = args.baseline_ms;
+      scenario.baseline_source = "--baseline-ms (measured by the user)";
+    }
+  } else {
+    const ModelSpec model = resolve_model(args.model);
+    gpu = find_gpu(args.gpu);
+    const GateResult gates = evaluate_gates(model, gpu, options);
+    if (gates.primary.selected.empty()) {
+      throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " + gpu.id +
+                                      "; see `kvsight gates`");
+    }
+    DecodeModelOptions decode_options;
+    if (args.baseline_ms >= 0) decode_options.baseline_ms = args.baseline_ms;
+    if (!args.calibration_path.empty()) {
+      decode_options.calibration =
+          calibration_from_probe_json(read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
+    }
+    scenario = build_decode_scenario(model, gpu, options, gates, decode_options);
+    contexts = args.contexts_text.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
+                                          : parse_contexts(args.contexts_text, "--contexts");
+    split_contexts = contexts;
+    title = "Decode vs context: " + model.id + " on " + gpu.id + " (" + gpu.arch + "), " + options.engine + ", TP " +
+            std::to_string(options.tp) + ", batch " + std::to_string(scenario.batch) + ", per rank";
+    kernel = gates.primary.selected;
+    splits_context = gates.primary.splits_context;
+    model_id = model.id;
+    gpu_id = gpu.id;
+    block_size = gates.block_size;
+    q_heads_per_rank = gates.primary.q_heads_per_rank;
+    shape.head_dim = gates.primary.head_size;
+    shape.block_size = std::max<std::uint32_t>(1, std::min<std::uint32_t>(4096, block_size == 0 ? 256 : block_size));
+    shape.kv_heads = gates.primary.kv_heads_per_rank;
+    shape.q_heads = gates.primary.kv_heads_per_rank *
+                    std::max<std::uint32_t>(1, q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
+    shape.batch = static_cast<std::uint32_t>(scenario.batch);
+    shape.dtype = "bf16";
+  }
+  if (scenario_mode && !args.contexts_text.empty()) {
+    contexts = parse_contexts(args.contexts_text, "--contexts");
+    split_contexts = contexts;
+  }
+  if (scenario_mode && !args.calibration_path.empty()) {
+    scenario.calibration =
+        calibration_from_probe_json(read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
+  }
+
+  const DecodeCurve curve = predict_decode(scenario, contexts, false);
+  const DecodeCurve split_curve = predict_decode(scenario, split_contexts, true);
+  // Per-call growth of the selected kernel, 1K -> 32K (the published ratio's range).
+  const DecodeLayerGroup& primary = scenario.groups.front();
+  const double call_1k = attention_call_us(scenario, primary, 1024, false);
+  const double call_32k = attention_call_us(scenario, primary, 32768, false);
+  const double growth = call_1k > 0 ? call_32k / call_1k : 0.0;
+  std::uint32_t split_32k_splits = 1;
+  const double split_call_32k = attention_call_us(scenario, primary, 32768, true, &split_32k_splits);
+  const double per_call_slope = (call_32k - call_1k) / (32768.0 - 1024.0);
+
+  const Measured measured = measure(args, shape, primary.layers);
+
+  // Published columns (scenario only), matched by context.
+  auto published_at = [&](const std::vector<PublishedPoint>& list, std::uint64_t context) -> const PublishedPoint* {
+    if (!scenario_mode) return nullptr;
+    for (const PublishedPoint& p : list) {
+      if (p.context == context) return &p;
+    }
+    return nullptr;
+  };
+
+  if (!args.plot_path.empty()) {
+    Plot plot;
+    plot.title = scenario_mode ? "vLLM #50264 decode cliff (gfx1100, TP 2, batch 1)" : title;
+    plot.x_label = "context (tokens)";
+    plot.y_label = "ms per token";
+    PlotSeries fallback{kernel + (splits_context ? " (selected)" : " (selected, no split)"), "#d62728", {}, false,
+                        false};
+    for (const DecodePoint& p : curve.points) fallback.points.emplace_back(p.context, p.ms_per_token);
+    PlotSeries split{"split-KV (predicted)", "#1f77b4", {}, false, true};
+    for (const DecodePoint& p : split_curve.points) split.points.emplace_back(p.context, p.ms_per_token);
+    plot.series = {fallback, split};
+    if (scenario_mode) {
+      PlotSeries published{"published, vLLM 0.23.1", "#d62728", {}, true, false};
+      for (const PublishedPoint& p : vllm_50264_published()) published.points.emplace_back(p.context, p.ms_per_token);
+      PlotSeries published_split{"published, PR #45916", "#1f77b4", {}, true, false};
+      for (const PublishedPoint& p : vllm_45916_split_published()) {
+        published_split.points.emplace_back(p.context, p.ms_per_token);
+      }
+      plot.series.push_back(published);
+      plot.series.push_back(published_split);
+    }
+    write_svg(plot, args.plot_path);
+  }
+
+  if (state.format() == Format::json) {
+    nlohmann::json points = nlohmann::json::array(), split_points = nlohmann::json::array();
+    for (const DecodePoint& p : curve.points) {
+      nlohmann::json j = point_json(p);
+      if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
+        j["published_ms_per_token"] = pub->ms_per_token;
+        j["published_tok_s"] = pub->tok_s;
+      }
+      points.push_back(j);
+    }
+    for (const DecodePoint& p : split_curve.points) {
+      nlohmann::json j = point_json(p);
+      if (const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context)) {
+        j["published_ms_per_token"] = pub->ms_per_token;
+      }
+      split_points.push_back(j);
+    }
+    nlohmann::json published = nlohmann::json::array(), published_split = nlohmann::json::array();
+    if (scenario_mode) {
+      for (const PublishedPoint& p : vllm_50264_published()) {
+        published.push_back({{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
+      }
+      for (const PublishedPoint& p : vllm_45916_split_published()) {
+        published_split.push_back({{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
+      }
+    }
+    nlohmann::json out = {
+        {"scenario", scenario_mode ? nlohmann::json(args.scenario) : nlohmann::json(nullptr)},
+        {"model", model_id},
+        {"gpu", gpu_id},
+        {"engine", engine},
+        {"kernel", kernel},
+        {"splits_context", splits_context},
+        {"shape",
+         {{"batch", scenario.batch},
+          {"kv_heads_per_rank", primary.kv_heads_per_rank},
+          {"q_heads_per_rank", q_heads_per_rank},
+          {"head_dim", primary.head_dim},
+          {"block_size", block_size},
+          {"attention_layers", primary.layers},
+          {"bytes_per_token_per_program", primary.bytes_per_token_per_program}}},
+        {"calibration", calibration_json(scenario.calibration)},
+        {"baseline_ms", scenario.baseline_ms},
+        {"baseline_source", scenario.baseline_source},
+        {"points", points},
+        {"split_points", split_points},
+        {"split_source", scenario.split_source},
+        {"published", published},
+        {"published_split", published_split},
+        {"slope_us_per_token", curve.slope_us_per_token},
+        {"attention_slope_us_per_token_per_call", per_call_slope},
+        {"growth", growth},
+        {"growth_range", {1024, 32768}},
+        {"attention_us_per_call_1k", call_1k},
+        {"attention_us_per_call_32k", call_32k},
+        {"split_attention_us_per_call_32k", split_call_32k},
+        {"split_splits_32k", split_32k_splits},
+        {"split_slope_us_per_token", split_curve.slope_us_per_token}};
+    if (scenario_mode) {
+      out["published_slope_us_per_token"] = kVllm50264SlopeUsPerToken;
+      out["published_growth"] = kVllm50264CallUsAt32K / kVllm50264CallUsAt1K;
+      out["published_split_us_per_call_32k"] = kVllm45916SplitCallUsAt32K + kVllm45916ReduceUs;
+      out["published_split_slope_us_per_token"] = kVllm45916SlopeUsPerToken;
+    }
+    if (measured.present) {
+      nlohmann::json kernels = nlohmann::json::array();
+      for (const probes::SweepResult& sweep : measured.sweeps) {
+        nlohmann::json j = sweep;
+        j["step_slope_us_per_token"] = sweep.slope_us_per_token * primary.layers;
+        kernels.push_back(j);
+      }
+      out["measured"] = {{"backend", measured.backend}, {"device", measured.device}, {"kernels", kernels}};
+    }
+    emit(state, render_json(out));
+    return;
+  }
+
+  Report report;
+  report.title = title;
+  ReportSection setup{"Model of one decode step", {}};
+  setup.rows.push_back({"attention path", kernel, splits_context ? "splits the context" : "does NOT split the context"});
+  setup.rows.push_back({"attention layers", std::to_string(primary.layers),
+                        "head_dim " + std::to_string(primary.head_dim) + ", " +
+                            std::to_string(primary.kv_heads_per_rank) + " KV heads per rank, batch " +
+                            std::to_string(scenario.batch) + ", block " + std::to_string(block_size)});
+  setup.rows.push_back({"programs per call", std::to_string(scenario.batch * primary.kv_heads_per_rank),
+                        "batch x KV heads per rank (no split)"});
+  setup.rows.push_back({"calibration", fixed(scenario.calibration.per_program_gbps, 3) + " GB/s per program, t0 " +
+                                           fixed(scenario.calibration.call_overhead_us, 2) + " us",
+                        scenario.calibration.source});
+  setup.rows.push_back({"non-attention time", fixed(scenario.baseline_ms, 2) + " ms", scenario.baseline_source});
+  report.sections.push_back(setup);
+
+  ReportSection summary{"Context cost", {}};
+  summary.rows.push_back({"per-call growth 1K -> 32K", fixed(growth, 1) + "x",
+                          fixed(call_1k, 3) + " us -> " + fixed(call_32k, 3) + " us" +
+                              (scenario_mode ? "; published 28.3x (356.664 -> 10,095.188 us)" : "")});
+  summary.rows.push_back({"slope (step, per context token)", fixed(curve.slope_us_per_token, 3) + " us/token",
+                          scenario_mode ? "published 4.840 us/token (" +
+                                              pct(curve.slope_us_per_token, kVllm50264SlopeUsPerToken) + ")"
+                                        : "least squares over the contexts"});
+  summary.rows.push_back({"split-KV per call at 32K", fixed(split_call_32k, 3) + " us",
+                          std::to_string(split_32k_splits) + " splits" +
+                              (scenario_mode ? "; published 635.779 + 4.117 us reduce (PR #45916)" : "")});
+  summary.rows.push_back({"split-KV slope", fixed(split_curve.slope_us_per_token, 3) + " us/token",
+                          scenario_mode ? "published 0.430 us/token" : scenario.split_source});
+  report.sections.push_back(summary);
+  report.footer.push_back("calibration: " + scenario.calibration.source);
+  report.footer.push_back("split model: " + scenario.split_source);
+
+  Table table;
+  table.title = "Selected path (" + kernel + ")" + (scenario_mode ? " vs published (vLLM 0.23.1, #50264)" : "");
+  table.columns = {"context", "attention us/call", "ms/token", "tok/s"};
+  if (scenario_mode) table.columns = {"context", "attention us/call", "ms/token", "published", "diff", "tok/s",
+                                      "published tok/s"};
+  for (const DecodePoint& p : curve.points) {
+    std::vector<std::string> row = {with_commas(p.context), fixed(p.attention_us_per_call, 3), fixed(p.ms_per_token, 2)};
+    if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
+      row.push_back(fixed(pub->ms_per_token, 2));
+      row.push_back(pct(p.ms_per_token, pub->ms_per_token));
+      row.push_back(fixed(p.tok_s, 2));
+      row.push_back(fixed(pub->tok_s, 2));
+    } else {
+      if (scenario_mode) {
+        row.push_back("");
+        row.push_back("");
+      }
+      row.push_back(fixed(p.tok_s, 2));
+      if (scenario_mode) row.push_back("");
+    }
+    table.rows.push_back(row);
+  }
+  table.right_align = std::vector<bool>(table.columns.size(), true);
+
+  Table split_table;
+  split_table.title = "Split-KV path" + std::string(scenario_mode ? " vs published (PR #45916)" : " (predicted)");
+  split_table.columns = {"context", "splits", "attention us/call", "ms/token", "tok/s"};
+  if (scenario_mode) split_table.columns = {"context", "splits", "attention us/call", "ms/token", "published", "diff",
+                                            "tok/s"};
+  for (const DecodePoint& p : split_curve.points) {
+    std::vector<std::string> row = {with_commas(p.context), std::to_string(p.splits),
+                                    fixed(p.attention_us_per_call, 3), fixed(p.ms_per_token, 2)};
+    if (scenario_mode) {
+      const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context);
+      row.push_back(pub ? fixed(pub->ms_per_token, 2) : "");
+      row.push_back(pub ? pct(p.ms_per_token, pub->ms_per_token) : "");
+    }
+    row.push_back(fixed(p.tok_s, 2));
+    split_table.rows.push_back(row);
+  }
+  split_table.right_align = std::vector<bool>(split_table.columns.size(), true);
+
+  if (state.format() == Format::csv) {
+    emit(state, render_table(table, Format::csv));
+    return;
+  }
+  std::string text = render_report(report, state.format()) + "\n" + render_table(table, state.format()) + "\n" +
+                     render_table(split_table, state.format());
+  if (measured.present) {
+    Table mtable;
+    mtable.title = "Measured on " + measured.backend + " (" + measured.device + "), shape head_dim " +
+                   std::to_string(shape.head_dim) + ", block " + std::to_string(shape.block_size) + ", " +
+                   std::to_string(shape.kv_heads) + " KV / " + std::to_string(shape.q_heads) + " Q heads, batch " +
+                   std::to_string(shape.batch);
+    mtable.columns = {"kernel", "contexts", "us/call (first -> last)", "slope us/token/call",
+                      "step slope us/token (x" + std::to_string(primary.layers) + ")", "growth", "published"};
+    for (const probes::SweepResult& sweep : measured.sweeps) {
+      const auto& pts = sweep.points;
+      const std::string range = pts.empty() ? "" : with_commas(pts.front().context) + " -> " + with_commas(pts.back().context);
+      const std::string times = pts.empty() ? "" : fixed(pts.front().time_us, 2) + " -> " + fixed(pts.back().time_us, 2);
+      std::string published;
+      if (scenario_mode) {
+        published = sweep.kernel == "nosplit"
+                        ? "0.307 us/token/call, 4.840 step, 28.3x over 1K -> 32K (gfx1100)"
+                        : "0.430 step us/token; 635.779 + 4.117 us at 32K (gfx1100)";
+      }
+      mtable.rows.push_back({sweep.kernel, range, times, fixed(sweep.slope_us_per_token, 4),
+                             fixed(sweep.slope_us_per_token * primary.layers, 3), fixed(sweep.growth, 2) + "x",
+                             published});
+    }
+    text += "\n" + render_table(mtable, state.format());
+  }
+  emit(state, text);
+}
+
+}  // namespace
+
+void add_cliff_command(CLI::App& app, CliState& state) {
+  auto args = std::make_shared<CliffArgs>();
+  auto* command = app.add_subcommand(
+      "cliff",
+      "Decode time per token versus context for the attention path the engine selects, beside a split-KV\n"
+      "path. --scenario vllm-50264 replays the published RDNA cliff (12.1 -> 4.2 tok/s) next to its figures;\n"
+      "--model/--gpu runs the same analysis for any model and device. Every prediction names its calibration.");
+  command->add_option("--scenario", args->scenario, "Published case to replay: vllm-50264");
+  command->add_option("--model,-m", args->model, "Catalog id, config.json path, directory, or HF cache org/name");
+  command->add_option("--gpu,-g", args->gpu, "GPU catalog id");
+  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")->default_str("vllm");
+  command->add_option("--engine-version", args->options.engine_version, "Engine version (default newest known)");
+  command->add_option("--block-size", args->block_size, "vLLM --block-size");
+  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")->default_str("1");
+  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1");
+  command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype")->default_str("auto");
+  command->add_option("--max-model-len", args->max_model_len, "max_model_len (the gates see it as max_seq_len)");
+  command->add_option("--contexts", args->contexts_text,
+                      "Comma list of contexts to predict (default 1024..32768; scenario: the published ones)");
+  command->add_option("--baseline-ms", args->baseline_ms,
+                      "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");
+  command->add_option("--calibration", args->calibration_path,
+                      "JSON of `kvsight probe sweep --format json` (nosplit kernel) to calibrate the kernel times");
+  command->add_option("--backend", args->backend,
+                      "Also measure both probe kernels (nosplit, splitkv) at this shape: cuda, hip or cpu");
+  command->add_option("--measure-contexts", args->measure_contexts_text,
+                      "Contexts for --backend (default cpu 256,512,1024,2048; gpu 1024..32768)");
+  command->add_option("--repeats", args->repeats, "Timed repeats per probe point")->default_str("5");
+  command->add_option("--plot", args->plot_path, "Write ms/token vs context as an SVG file");
+  add_output_options(*command, state);
+  command->callback([args, &state] { run_cliff(*args, state); });
+}
+
 }  // namespace kvsight::cli

@@ -1,0 +1,430 @@
+// Decode step time versus context (see kvsight/decode_model.hpp for the model).
+// Published figures: shared/reference/cliff.md (vLLM issue #50264, PR #45916).
+#include "kvsight/decode_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "kvsight/error.hpp"
+#include "kvsight/footprint.hpp"
+#include "kvsight/weights.hpp"
+
+namespace kvsight {
+
+namespace {
+
+// cliff.md "Setup": RX 7900 XT, gfx1100: 84 CUs, torch reports 42 (WGPs); 800 GB/s
+// is AMD's published peak for the RX 7900 XT.
+constexpr std::uint32_t kRx7900xtCus = 84;
+constexpr std::uint32_t kRx7900xtRuntimeMps = 42;
+constexpr double kRx7900xtBandwidthGbps = 800.0;
+// The published kernel profile is for head_dim 256, bf16: one program reads K and V
+// of one KV head per token: (256 + 256) x 2 B.
+constexpr double kCliffBytesPerTokenPerProgram = (256.0 + 256.0) * 2.0;
+// A kernel that fills the device reaches about this share of peak bandwidth
+// (assumed; no published figure for the split kernel at full occupancy).
+constexpr double kAchievedBandwidthShare = 0.8;
+
+std::string fmt(double value, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << value;
+  return out.str();
+}
+
+double least_squares_slope_of(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::size_t n = x.size();
+  if (n < 2) return 0.0;
+  double mean_x = 0, mean_y = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    mean_x += x[i];
+    mean_y += y[i];
+  }
+  mean_x /= static_cast<double>(n);
+  mean_y /= static_cast<double>(n);
+  double sxy = 0, sxx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sxy += (x[i] - mean_x) * (y[i] - mean_y);
+    sxx += (x[i] - mean_x) * (x[i] - mean_x);
+  }
+  return sxx > 0 ? sxy / sxx : 0.0;
+}
+
+// The gfx1100 calibration: the published per-call times of kernel_paged_attention_2d
+// at 1024 and 32768 tokens (cliff.md kernel profile, 2 programs: batch 1 x 2 KV heads).
+KernelCalibration gfx1100_calibration() {
+  KernelCalibration c;
+  const double slope_us = (kVllm50264CallUsAt32K - kVllm50264CallUsAt1K) / (32768.0 - 1024.0);
+  c.call_overhead_us = kVllm50264CallUsAt1K - 1024.0 * slope_us;
+  // bytes per us = 1e6 B/s; / 1e3 -> GB/s.
+  c.per_program_gbps = kCliffBytesPerTokenPerProgram / slope_us / 1000.0;
+  c.achieved_bandwidth_gbps = kAchievedBandwidthShare * kRx7900xtBandwidthGbps;
+  c.reduce_us = kVllm45916ReduceUs;
+  c.concurrent_programs = kRx7900xtCus;
+  c.calibrated_bytes_per_token_per_program = kCliffBytesPerTokenPerProgram;
+  c.source =
+      "gfx1100 published figures (cliff.md, vLLM #50264): kernel_paged_attention_2d 356.664 us at 1024 and "
+      "10,095.188 us at 32768 tokens, 2 programs of head_dim 256 bf16 -> t0 " +
+      fmt(c.call_overhead_us, 2) + " us, " + fmt(c.per_program_gbps, 3) +
+      " GB/s per program; split reduce 4.117 us (PR #45916); fill-device bandwidth 80% of 800 GB/s (assumed)";
+  return c;
+}
+
+}  // namespace
+
+const std::vector<PublishedPoint>& vllm_50264_published() {
+  static const std::vector<PublishedPoint> points = {
+      {518, 82.51, 12.1}, {8026, 117.23, 8.5}, {16058, 157.60, 6.3}, {32084, 235.29, 4.25}};
+  return points;
+}
+
+const std::vector<PublishedPoint>& vllm_45916_split_published() {
+  static const std::vector<PublishedPoint> points = {
+      {1024, 79.68, 1000.0 / 79.68}, {8192, 82.60, 1000.0 / 82.60}, {16384, 85.97, 1000.0 / 85.97},
+      {32768, 93.30, 1000.0 / 93.30}};
+  return points;
+}
+
+KernelCalibration default_calibration(const GpuSpec& gpu) {
+  KernelCalibration base = gfx1100_calibration();
+  if (gpu.arch == "gfx1100" || gpu.multiprocessors == 0 || gpu.bandwidth_gbps <= 0) {
+    if (gpu.arch != "gfx1100" && !gpu.arch.empty()) {
+      base.source += " (used as-is: " + gpu.id + " has no bandwidth/CU figures)";
+    }
+    return base;
+  }
+  // Other devices: one program's streaming rate scaled by bandwidth per CU/SM relative
+  // to gfx1100 (an estimate until `kvsight probe sweep` measures this device).
+  const double scale = (gpu.bandwidth_gbps / gpu.multiprocessors) / (kRx7900xtBandwidthGbps / kRx7900xtCus);
+  KernelCalibration c = base;
+  c.per_program_gbps = base.per_program_gbps * scale;
+  c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
+  c.concurrent_programs = gpu.multiprocessors;
+  c.source = "estimate for " + gpu.id + ": gfx1100 calibration (cliff.md #50264: " + fmt(base.per_program_gbps, 3) +
+             " GB/s per program, t0 " + fmt(base.call_overhead_us, 2) + " us) scaled by bandwidth per " +
+             (gpu.vendor == "nvidia" ? "SM" : "CU") + " x" + fmt(scale, 2) + " -> " + fmt(c.per_program_gbps, 3) +
+             " GB/s per program; fill-device bandwidth 80% of " + fmt(gpu.bandwidth_gbps, 0) +
+             " GB/s; measure with `kvsight probe sweep` and pass --calibration";
+  return c;
+}
+
+std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup& group, std::uint64_t context,
+                          bool force_split) {
+  if (!group.splits_context && !force_split) return 1;
+  if (group.fixed_splits > 0) return group.fixed_splits;
+  if (scenario.split_min_context > 0 && context < scenario.split_min_context) return 1;
+  const std::uint64_t programs = std::max<std::uint64_t>(1, scenario.batch * group.kv_heads_per_rank);
+  std::uint64_t splits = 0;
+  if (scenario.split_max > 0) {
+    splits = scenario.split_max;
+    if (scenario.split_full_context > 0 && context < scenario.split_full_context) {
+      splits = (context * scenario.split_max + scenario.split_full_context - 1) / scenario.split_full_context;
+    }
+  } else {
+    // Fill the device: about two programs per CU/SM (PR #45916 targets 2 x the
+    // multiprocessor count), at least 256 tokens per split.
+    const std::uint64_t target = 2ULL * std::max<std::uint32_t>(1, scenario.calibration.concurrent_programs);
+    splits = (target + programs - 1) / programs;
+    splits = std::min<std::uint64_t>(splits, std::max<std::uint64_t>(1, context / 256));
+  }
+  return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, splits));
+}
+
+double attention_call_us(const DecodeScenario& scenario, const DecodeLayerGroup& group, std::uint64_t context,
+                         bool force_split, std::uint32_t* splits_out) {
+  const KernelCalibration& cal = scenario.calibration;
+  const std::uint64_t c = group.window > 0 ? std::min(context, group.window) : context;
+  const std::uint32_t splits = split_count(scenario, group, c, force_split);
+  if (splits_out) *splits_out = splits;
+  const double programs = static_cast<double>(std::max<std::uint64_t>(1, scenario.batch * group.kv_heads_per_rank));
+  const double bytes = group.bytes_per_token_per_program;
+  const double concurrent = std::max<double>(1.0, cal.concurrent_programs);
+  const double waves = std::ceil(programs * splits / concurrent);
+  // GB/s x 1000 = bytes per microsecond.
+  const double stream_us = static_cast<double>(c) * bytes / (cal.per_program_gbps * 1000.0) / splits * waves;
+  const double bandwidth_us =
+      cal.achieved_bandwidth_gbps > 0
+          ? static_cast<double>(c) * bytes * programs / (cal.achieved_bandwidth_gbps * 1000.0)
+          : 0.0;
+  double time = cal.call_overhead_us + std::max(stream_us, bandwidth_us);
+  if (splits > 1) time += cal.reduce_us;
+  return time;
+}
+
+DecodeCurve predict_decode(const DecodeScenario& scenario, const std::vector<std::uint64_t>& contexts,
+                           bool force_split) {
+  DecodeCurve curve;
+  std::vector<double> x, y;
+  for (std::uint64_t context : contexts) {
+    DecodePoint point;
+    point.context = context;
+    for (std::size_t i = 0; i < scenario.groups.size(); ++i) {
+      std::uint32_t splits = 1;
+      const double call = attention_call_us(scenario, scenario.groups[i], context, force_split, &splits);
+      if (i == 0) {
+        point.attention_us_per_call = call;
+        point.splits = splits;
+      }
+      point.attention_ms_per_step += call * scenario.groups[i].layers / 1000.0;
+    }
+    point.ms_per_token = scenario.baseline_ms + point.attention_ms_per_step;
+    point.tok_s = point.ms_per_token > 0 ? 1000.0 / point.ms_per_token : 0.0;
+    x.push_back(static_cast<double>(context));
+    y.push_back(point.ms_per_token * 1000.0);
+    curve.points.push_back(point);
+  }
+  curve.slope_us_per_token = least_squares_slope_of(x, y);
+  if (!curve.points.empty() && curve.points.front().attention_us_per_call > 0) {
+    curve.growth = curve.points.back().attention_us_per_call / curve.points.front().attention_us_per_call;
+  }
+  return curve;
+}
+
+DecodeScenario vllm_50264_scenario() {
+  DecodeScenario s;
+  s.name = "vllm-50264";
+  s.batch = 1;
+  DecodeLayerGroup group;
+  group.layers = 16;             // full-attention layers (every 4th of 64)
+  group.kv_heads_per_rank = 2;   // 4 KV heads / TP 2
+  group.head_dim = 256;
+  group.head_dim_v = 256;
+  group.bytes_per_token_per_program = kCliffBytesPerTokenPerProgram;  // bf16 KV
+  group.splits_context = false;  // kernel_paged_attention_2d
+  group.kernel = "triton_paged_attention_2d";
+  s.groups.push_back(group);
+  s.calibration = gfx1100_calibration();
+  // The published non-attention time: the step at the shortest published context
+  // (82.51 ms at 518 tokens) less the model's attention there (16 calls).
+  const double call_518 = attention_call_us(s, group, 518, false);
+  s.baseline_ms = 82.51 - 16.0 * call_518 / 1000.0;
+  s.baseline_source = "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fmt(call_518, 3) +
+                      " us predicted attention = " + fmt(s.baseline_ms, 3) +
+                      " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
+  // PR #45916's split count: no split below about 84 x 16 = 1344 tokens; 14 splits
+  // at batch 1 from 4K up. Between 1344 and 4096 the PR's count is not published:
+  // assumed to grow linearly to 14.
+  s.split_min_context = 84 * 16;
+  s.split_max = 14;
+  s.split_full_context = 4096;
+  s.split_source =
+      "PR #45916 heuristic (cliff.md): no split below 1344 tokens, 14 splits at batch 1 from 4096 up "
+      "(linear in between, assumed); reduce 4.117 us per call";
+  return s;
+}
+
+static KernelCalibration read_calibration_json(const std::string& json_text, const std::string& origin,
+                                               const GpuSpec& gpu) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError("--calibration", "'" + origin + "' is not JSON (" + std::string(e.what()) +
+                                          "); expected the output of `kvsight probe sweep --format json`");
+  }
+  // Collect every sweep object: {kernel, shape, points[]} at the top level, in an
+  // array, or under "sweeps" / "results" / "kernels".
+  std::vector<const nlohmann::json*> sweeps;
+  auto collect = [&sweeps](const nlohmann::json& node, auto& self) -> void {
+    if (node.is_array()) {
+      for (const auto& item : node) self(item, self);
+      return;
+    }
+    if (!node.is_object()) return;
+    if (node.contains("points") && node.contains("kernel")) {
+      sweeps.push_back(&node);
+      return;
+    }
+    for (const char* key : {"sweeps", "results", "kernels", "sweep"}) {
+      if (node.contains(key)) self(node.at(key), self);
+    }
+  };
+  collect(root, collect);
+  const nlohmann::json* nosplit = nullptr;
+  const nlohmann::json* split = nullptr;
+  for (const nlohmann::json* sweep : sweeps) {
+    const std::string kernel = sweep->value("kernel", "");
+    if (kernel == "nosplit" && !nosplit) nosplit = sweep;
+    if (kernel == "splitkv" && !split) split = sweep;
+  }
+  if (!nosplit) {
+    throw InputError("--calibration", "'" + origin +
+                                          "' holds no sweep of kernel \"nosplit\" with points[]; run `kvsight probe "
+                                          "sweep --kernel nosplit --format json`");
+  }
+  const nlohmann::json& shape = nosplit->contains("shape") ? nosplit->at("shape") : nlohmann::json::object();
+  const double head_dim = shape.value("head_dim", 0.0);
+  const double kv_heads = shape.value("kv_heads", 0.0);
+  const double batch = shape.value("batch", 1.0);
+  const std::string dtype = shape.value("dtype", std::string("bf16"));
+  if (head_dim <= 0 || kv_heads <= 0) {
+    throw InputError("--calibration", "'" + origin + "': the nosplit sweep has no shape.head_dim / shape.kv_heads");
+  }
+  std::vector<double> x, y;
+  for (const auto& point : nosplit->at("points")) {
+    x.push_back(point.value("context", 0.0));
+    y.push_back(point.value("time_us", 0.0));
+  }
+  if (x.size() < 2) {
+    throw InputError("--calibration", "'" + origin + "': the nosplit sweep needs at least 2 points, has " +
+                                          std::to_string(x.size()));
+  }
+  const double slope = least_squares_slope_of(x, y);
+  if (slope <= 0) {
+    throw InputError("--calibration", "'" + origin + "': the nosplit time does not grow with context (slope " +
+                                          fmt(slope, 6) + " us/token); sweep longer contexts");
+  }
+  double mean_x = 0, mean_y = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    mean_x += x[i];
+    mean_y += y[i];
+  }
+  mean_x /= static_cast<double>(x.size());
+  mean_y /= static_cast<double>(y.size());
+  const double element_bytes = dtype == "fp32" ? 4.0 : 2.0;
+  const double bytes_per_program = 2.0 * head_dim * element_bytes;
+  KernelCalibration c;
+  c.call_overhead_us = std::max(0.0, mean_y - slope * mean_x);
+  c.per_program_gbps = bytes_per_program / slope / 1000.0;
+  c.calibrated_bytes_per_token_per_program = bytes_per_program;
+  c.concurrent_programs = gpu.multiprocessors > 0 ? gpu.multiprocessors : 1;
+  c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
+  std::string split_note = "fill-device bandwidth 80% of the catalog peak (assumed)";
+  if (split) {
+    double best = 0;
+    for (const auto& point : split->at("points")) best = std::max(best, point.value("gbps", 0.0));
+    if (best > 0) {
+      c.achieved_bandwidth_gbps = best;
+      split_note = "fill-device bandwidth " + fmt(best, 1) + " GB/s (best splitkv point)";
+    }
+  }
+  (void)batch;
+  c.source = "probe sweep '" + origin + "' (" + nosplit->value("backend", std::string("?")) + ", " +
+             nosplit->value("device", std::string("?")) + ", nosplit, " + std::to_string(x.size()) +
+             " points, head_dim " + fmt(head_dim, 0) + ", " + fmt(kv_heads, 0) + " KV heads): slope " +
+             fmt(slope, 4) + " us/token -> " + fmt(c.per_program_gbps, 3) + " GB/s per program, t0 " +
+             fmt(c.call_overhead_us, 2) + " us; " + split_note;
+  return c;
+}
+
+// Wrong JSON types anywhere in the file (points: [1, 2], head_dim: "128") and
+// numbers that overflow the fit are bad input too (fuzz finding, docs/reliability.md).
+KernelCalibration calibration_from_probe_json(const std::string& json_text, const std::string& origin,
+                                              const GpuSpec& gpu) {
+  KernelCalibration c;
+  try {
+    c = read_calibration_json(json_text, origin, gpu);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError("--calibration", "'" + origin + "' does not have the layout of `kvsight probe sweep --format json` (" +
+                                          std::string(e.what()) + ")");
+  }
+  if (!std::isfinite(c.per_program_gbps) || !(c.per_program_gbps > 0) || !std::isfinite(c.call_overhead_us) ||
+      !std::isfinite(c.achieved_bandwidth_gbps) || !(c.achieved_bandwidth_gbps > 0))
+    throw InputError("--calibration", "'" + origin + "': contexts or times are out of range (the fit is not finite and "
+                                          "positive); expected microseconds and token counts from a probe sweep");
+  return c;
+}
+
+DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options,
+                                     const GateResult& gates, const DecodeModelOptions& decode_options) {
+  DecodeScenario s;
+  s.name = model.id + " on " + gpu.id;
+  s.batch = std::max<std::uint64_t>(1, options.batch);
+  s.calibration = decode_options.calibration ? *decode_options.calibration : default_calibration(gpu);
+  const KvTypes types = resolve_kv_types(model, options.engine == "llamacpp" ? options.cache_type_k
+                                                                              : options.kv_cache_dtype);
+  // Primary group first (the decode curve reports its per-call time).
+  std::vector<LayerGroupGate> ordered;
+  ordered.push_back(gates.primary);
+  bool skipped_primary = false;
+  for (const LayerGroupGate& group : gates.groups) {
+    if (!skipped_primary && group.kind == gates.primary.kind && group.head_size == gates.primary.head_size &&
+        group.kv_heads_per_rank == gates.primary.kv_heads_per_rank && group.window == gates.primary.window &&
+        group.layer_count == gates.primary.layer_count) {
+      skipped_primary = true;
+      continue;
+    }
+    ordered.push_back(group);
+  }
+  // PP: a rank holds 1/pp of the layers; decode runs the stages one after another,
+  // so the step still sums every layer.
+  for (const LayerGroupGate& gate : ordered) {
+    DecodeLayerGroup group;
+    group.layers = gate.layer_count;
+    group.kv_heads_per_rank = gate.kv_heads_per_rank;
+    group.head_dim = gate.head_size;
+    group.window = gate.window;
+    group.splits_context = gate.splits_context;
+    group.kernel = gate.selected;
+    // Bytes one program reads per token: one KV head's K and V rows (MLA: the latent).
+    LayerSpec probe_layer;
+    for (const LayerSpec& layer : model.layers) {
+      if (layer.is_attention() && layer.head_dim_k == gate.head_size &&
+          layer.kind == gate.layer_kind) {
+        probe_layer = layer;
+        break;
+      }
+    }
+    group.head_dim_v = probe_layer.head_dim_v;
+    group.bytes_per_token_per_program = static_cast<double>(types.k.row_bytes(probe_layer.head_dim_k));
+    if (probe_layer.head_dim_v > 0) {
+      group.bytes_per_token_per_program += static_cast<double>(types.v.row_bytes(probe_layer.head_dim_v));
+    }
+    // vLLM unified attention 3D: NUM_PAR_SOFTMAX_SEGMENTS = 16 (triton_attn.py).
+    if (gate.selected == "triton_unified_attention" && gate.splits_context) group.fixed_splits = 16;
+    s.groups.push_back(group);
+  }
+
+  if (decode_options.baseline_ms) {
+    s.baseline_ms = *decode_options.baseline_ms;
+    s.baseline_source = "--baseline-ms (measured by the user)";
+  } else {
+    const WeightsEstimate weights = estimate_weights(model, options.tp, options.pp);
+    const TokenFootprint footprint = token_footprint(model, types, options.tp);
+    const double bandwidth = gpu.bandwidth_gbps * decode_options.bandwidth_efficiency;  // GB/s = bytes/ns
+    // Weights read once per step; recurrent state read and written once per sequence.
+    const double weight_ms = bandwidth > 0 ? static_cast<double>(weights.bytes_per_rank) / (bandwidth * 1e6) : 0.0;
+    const double state_ms =
+        bandwidth > 0 ? 2.0 * static_cast<double>(footprint.state_bytes_per_sequence) * static_cast<double>(s.batch) / (bandwidth * 1e6)
+                      : 0.0;
+    const double launch_ms = decode_options.launch_us_per_layer * model.num_layers() / 1000.0;
+    s.baseline_ms = weight_ms + state_ms + launch_ms;
+    s.baseline_source = "estimate: weights " + fmt(static_cast<double>(weights.bytes_per_rank) / 1e9, 2) +
+                        " GB/rank at " + fmt(decode_options.bandwidth_efficiency * 100, 0) + "% of " +
+                        fmt(gpu.bandwidth_gbps, 0) + " GB/s = " + fmt(weight_ms, 2) + " ms + recurrent state " +
+                        fmt(state_ms, 3) + " ms + launches " + fmt(decode_options.launch_us_per_layer, 0) +
+                        " us x " + std::to_string(model.num_layers()) + " layers = " + fmt(launch_ms, 2) +
+                        " ms (give a measured --baseline-ms for a real figure)";
+  }
+  s.split_source = "split count: fill the device (about 2 programs per CU/SM, at least 256 tokens per split); "
+                   "vLLM unified attention 3D uses 16 segments";
+  return s;
+}
+
+std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const GpuSpec& gpu,
+                                                const EngineOptions& options) {
+  if (model.attention_layer_count() == 0) return std::nullopt;
+  const GateResult gates = evaluate_gates(model, gpu, options);
+  if (gates.primary.selected.empty() || gates.primary.splits_context) return std::nullopt;
+  const DecodeScenario scenario = build_decode_scenario(model, gpu, options, gates, DecodeModelOptions{});
+  std::uint64_t long_context = 32768;
+  if (options.max_model_len && *options.max_model_len > 1024) {
+    long_context = static_cast<std::uint64_t>(*options.max_model_len);
+  }
+  const DecodeCurve curve = predict_decode(scenario, {1024, long_context});
+  const double short_ms = curve.points[0].ms_per_token;
+  const double long_ms = curve.points[1].ms_per_token;
+  if (short_ms <= 0 || long_ms / short_ms <= 1.5) return std::nullopt;
+  return "decode cliff: " + gates.engine + " runs " + gates.primary.selected + " (no context split: " +
+         std::to_string(scenario.batch) + " x " + std::to_string(gates.primary.kv_heads_per_rank) +
+         " programs) on " + gpu.family + "; predicted " + fmt(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " +
+         fmt(curve.points[1].tok_s, 1) + " tok/s at " + std::to_string(long_context) + " tokens (" +
+         fmt(long_ms / short_ms, 1) + "x slower; calibration: " +
+         (gpu.arch == "gfx1100" ? "cliff.md gfx1100 figures" : "estimate scaled from gfx1100") +
+         "); see `kvsight gates` and `kvsight cliff --model " + model.id + " --gpu " + gpu.id + "`";
+}
+
+}  // namespace kvsight

@@ -1,0 +1,133 @@
+// kvsight cliff: the published vLLM #50264 case, reproduced from shapes, with the
+// arithmetic redone here by hand from the published per-call times (cliff.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "test_support.hpp"
+
+namespace kvsight {
+namespace {
+
+using test::run_kvsight;
+
+// kernel_paged_attention_2d: 356.664 us at 1024, 10,095.188 us at 32768 (2 programs).
+const double kSlope = (10095.188 - 356.664) / (32768.0 - 1024.0);  // 0.306784 us/token/call
+const double kT0 = 356.664 - 1024.0 * kSlope;                      // 42.518 us
+double call_us(double c) { return kT0 + kSlope * c; }
+// Non-attention time: published 82.51 ms at 518 tokens less 16 attention calls there.
+const double kBaselineMs = 82.51 - 16.0 * call_us(518) / 1000.0;  // 79.287 ms
+double step_ms(double c) { return kBaselineMs + 16.0 * call_us(c) / 1000.0; }
+
+TEST(Cliff, Vllm50264PredictedWithinFivePercent) {
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j.at("kernel"), "triton_paged_attention_2d");
+  EXPECT_FALSE(j.at("splits_context").get<bool>());
+  const std::vector<double> contexts = {518, 8026, 16058, 32084};
+  const std::vector<double> published = {82.51, 117.23, 157.60, 235.29};
+  const auto& points = j.at("points");
+  ASSERT_EQ(points.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(points[i].at("context").get<double>(), contexts[i]);
+    const double ms = points[i].at("ms_per_token").get<double>();
+    EXPECT_NEAR(ms, step_ms(contexts[i]), 1e-6) << contexts[i];
+    EXPECT_LT(std::fabs(ms - published[i]) / published[i], 0.05) << contexts[i] << ": " << ms;
+    EXPECT_NEAR(points[i].at("attention_us_per_call").get<double>(), call_us(contexts[i]), 1e-6);
+    EXPECT_NEAR(points[i].at("tok_s").get<double>(), 1000.0 / step_ms(contexts[i]), 1e-6);
+  }
+  // 32084: 79.287 + 16 x (42.518 + 0.306784 x 32084) / 1000 = 237.45 ms (published 235.29).
+  EXPECT_NEAR(points[3].at("ms_per_token").get<double>(), 237.45, 0.01);
+  // Growth 1K -> 32K within 10% of 28.3x; slope 16 x 0.306784 = 4.909 us/token.
+  const double growth = j.at("growth").get<double>();
+  EXPECT_LT(std::fabs(growth - 28.3) / 28.3, 0.10) << growth;
+  EXPECT_NEAR(growth, call_us(32768) / call_us(1024), 1e-6);
+  EXPECT_NEAR(j.at("slope_us_per_token").get<double>(), 16.0 * kSlope, 1e-6);
+  // Split-KV at 32K: 14 splits, t0 + 32768 / 14 x slope + 4.117 us reduce = 764.70 us.
+  EXPECT_NEAR(j.at("split_attention_us_per_call_32k").get<double>(), kT0 + 32768.0 / 14.0 * kSlope + 4.117, 1e-6);
+  ASSERT_EQ(j.at("split_points").size(), 4u);
+  EXPECT_EQ(j.at("published").size(), 4u);
+  // The calibration used is stated.
+  EXPECT_NE(j.at("calibration").at("source").get<std::string>().find("cliff.md"), std::string::npos);
+}
+
+TEST(Cliff, TableStatesCalibrationAndPublished) {
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("calibration"), std::string::npos);
+  EXPECT_NE(run.out.find("356.664"), std::string::npos);  // the calibration's source figures
+  EXPECT_NE(run.out.find("82.51"), std::string::npos);    // published column
+  EXPECT_NE(run.out.find("28.3x"), std::string::npos);
+}
+
+TEST(Cliff, PlotWritesSvg) {
+  const std::string dir = test::temp_dir("cliff-plot");
+  const std::string path = dir + "/cliff.svg";
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--plot", path});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(path);
+  const std::string svg((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("published, vLLM 0.23.1"), std::string::npos);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  // No temporary left behind.
+  std::size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+// Any model: Qwen3.6-27B at TP 2 on gfx1100 with a measured baseline of 79 ms; same
+// calibration (gfx1100), same arithmetic: step = 79 + 16 x call(c).
+TEST(Cliff, ModelModeUsesGatesAndBaseline) {
+  const auto run = run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms",
+                                "79", "--contexts", "1024,32768", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j.at("kernel"), "triton_paged_attention_2d");
+  EXPECT_EQ(j.at("shape").at("attention_layers"), 16);
+  EXPECT_EQ(j.at("shape").at("kv_heads_per_rank"), 2);
+  const auto& points = j.at("points");
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[0].at("ms_per_token").get<double>(), 79.0 + 16.0 * 356.664 / 1000.0, 1e-6);
+  EXPECT_NEAR(points[1].at("ms_per_token").get<double>(), 79.0 + 16.0 * 10095.188 / 1000.0, 1e-6);
+  EXPECT_EQ(j.at("baseline_source"), "--baseline-ms (measured by the user)");
+}
+
+TEST(Cliff, BadInput) {
+  EXPECT_EQ(run_kvsight({"cliff", "--scenario", "nope"}).exit_code, 2);
+  EXPECT_EQ(run_kvsight({"cliff"}).exit_code, 2);
+  EXPECT_EQ(run_kvsight({"cliff", "--scenario", "vllm-50264", "--contexts", "12,abc"}).exit_code, 2);
+  EXPECT_EQ(run_kvsight({"cliff", "--scenario", "vllm-50264", "--backend", "tpu"}).exit_code, 2);
+}
+
+// Both probe kernels measured on the cpu backend at the scenario's per-rank shape
+// (head_dim 256, block 784, 2 KV / 12 Q heads, batch 1): the no-split kernel's time
+// must grow with context (each point reads more KV).
+TEST(Cliff, CpuBackendMeasuresBothKernels) {
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--backend", "cpu", "--measure-contexts",
+                                "1024,8192", "--repeats", "3", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  const auto& kernels = j.at("measured").at("kernels");
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels[0].at("kernel"), "nosplit");
+  EXPECT_EQ(kernels[1].at("kernel"), "splitkv");
+  EXPECT_EQ(kernels[0].at("shape").at("block_size"), 784);
+  EXPECT_EQ(kernels[0].at("points").size(), 2u);
+  EXPECT_GT(kernels[0].at("slope_us_per_token").get<double>(), 0.0);
+  EXPECT_GT(kernels[0].at("growth").get<double>(), 1.0);
+  // Step slope = 16 layers x the per-call slope.
+  EXPECT_NEAR(kernels[0].at("step_slope_us_per_token").get<double>(),
+              16.0 * kernels[0].at("slope_us_per_token").get<double>(), 1e-9);
+}
+
+}  // namespace
+}  // namespace kvsight
