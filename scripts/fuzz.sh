@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) in build-fuzz and runs each
+# for SECONDS (default 30). Exits non-zero on any finding: a crash, UB, a leak,
+# an exception other than kvsight::InputError, a timeout (> 5 s on one input),
+# more than 2 GB of memory, or an invariant a harness checks. Crashing inputs are
+# saved in build-fuzz/artifacts/<target>/; turn each into a regression test in
+# tests/test_bad_input.cpp (docs/reliability.md).
+#
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config safetensors calibration)
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (default 2), CMAKE_ARGS,
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECONDS_PER_TARGET=${1:-30}
+shift || true
+TARGETS=("$@")
+if ((${#TARGETS[@]} == 0)); then TARGETS=(config safetensors calibration); fi
+BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+JOBS=${JOBS:-2}
+CXX_FUZZ=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14 || true)}
+if [[ -z "$CXX_FUZZ" ]]; then
+  echo "fuzz: clang++ not found (scripts/setup.sh installs clang and libclang-rt-14-dev)" >&2
+  exit 2
+fi
+
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+# No -Werror here: clang 14 warns where g++ does not (the warning gate is the g++
+# build in scripts/test.sh); this build exists to fuzz.
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DKVSIGHT_FUZZ=ON -DKVSIGHT_BUILD_TESTS=OFF -DKVSIGHT_CUDA=OFF -DKVSIGHT_HIP=OFF ${CMAKE_ARGS:-}
+fi
+build_targets=()
+for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
+cmake --build "$BUILD_DIR" -j "$JOBS" "${build_targets[@]}"
+
+status=0
+for t in "${TARGETS[@]}"; do
+  seeds="fuzz/corpus/$t"
+  work="$BUILD_DIR/corpus/$t"          # grows as the fuzzer finds new coverage; seeds stay untouched
+  artifacts="$BUILD_DIR/artifacts/$t/"
+  mkdir -p "$work" "$artifacts"
+  log="$BUILD_DIR/fuzz-$t.log"
+  echo "fuzz: $t for ${SECONDS_PER_TARGET}s (log $log)"
+  set +e
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+    "$BUILD_DIR/fuzz/fuzz_$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=5 -rss_limit_mb=2048 \
+    -max_len=16384 -dict="fuzz/$t.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
+    "$work" "$seeds" >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
+  if ((rc != 0)); then
+    echo "fuzz: FINDING in $t (exit $rc) after $execs executions; artifacts in $artifacts" >&2
+    grep -E 'ERROR|SUMMARY|finding|runtime error|uncaught|deadly|Test unit written' "$log" | head -20 >&2 || true
+    status=1
+  else
+    echo "fuzz: $t ok, $execs executions in ${SECONDS_PER_TARGET}s, corpus $(ls "$work" | wc -l) inputs"
+  fi
+done
+exit $status
