@@ -2,6 +2,7 @@
 // arithmetic redone here by hand from the published per-call times (cliff.md).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,41 @@ TEST(Cliff, CpuBackendMeasuresBothKernels) {
   // Step slope = 16 layers x the per-call slope.
   EXPECT_NEAR(kernels[0].at("step_slope_us_per_token").get<double>(),
               16.0 * kernels[0].at("slope_us_per_token").get<double>(), 1e-9);
+}
+
+// --calibration takes the JSON of `kvsight probe sweep`: the no-split kernel's
+// least-squares line gives t0 and the per-program rate (bytes per token per program
+// (256 + 256) x 2 = 1024 B over the slope), computed here from the file's own points.
+TEST(Cliff, CalibrationFromProbeSweepFile) {
+  const std::string dir = test::temp_dir("cliff-cal");
+  const std::string path = dir + "/sweep.json";
+  const auto sweep = run_kvsight({"probe", "sweep", "--backend", "cpu", "--head-dim", "256", "--block-size", "784",
+                                  "--kv-heads", "2", "--q-heads", "12", "--contexts", "1024,8192", "--repeats", "3",
+                                  "--format", "json", "--output", path});
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  std::ifstream in(path);
+  const auto file = nlohmann::json::parse(in);
+  const auto& pts = file.at("nosplit").at("points");
+  ASSERT_EQ(pts.size(), 2u);
+  const double c0 = pts[0].at("context").get<double>(), c1 = pts[1].at("context").get<double>();
+  const double t0 = pts[0].at("time_us").get<double>(), t1 = pts[1].at("time_us").get<double>();
+  const double slope = (t1 - t0) / (c1 - c0);  // two points: the least-squares line is the chord
+  ASSERT_GT(slope, 0.0);
+  const auto run = run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms",
+                                "79", "--contexts", "4096", "--calibration", path, "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  const auto& cal = j.at("calibration");
+  EXPECT_NE(cal.at("source").get<std::string>().find(path), std::string::npos);
+  EXPECT_NEAR(cal.at("per_program_gbps").get<double>(), 1024.0 / slope / 1000.0, 1e-6 * (1024.0 / slope / 1000.0));
+  // 2 programs on 84 CUs: one wave. call(4096) = intercept + max(stream, bandwidth bound):
+  // stream = slope x 4096; bound = 4096 x 1024 B x 2 programs / best splitkv GB/s.
+  double best_gbps = 0;
+  for (const auto& p : file.at("splitkv").at("points")) best_gbps = std::max(best_gbps, p.at("gbps").get<double>());
+  ASSERT_GT(best_gbps, 0.0);
+  const double intercept = std::max(0.0, t0 - slope * c0);
+  const double expected = intercept + std::max(slope * 4096.0, 4096.0 * 1024.0 * 2.0 / (best_gbps * 1000.0));
+  EXPECT_NEAR(j.at("points")[0].at("attention_us_per_call").get<double>(), expected, 1e-6 * expected);
 }
 
 }  // namespace

@@ -143,6 +143,13 @@ TEST(DecodeModel, CalibrationFromProbeJson) {
   EXPECT_NEAR(c.call_overhead_us, 100.0 - 1024.0 * slope, 1e-9);
   EXPECT_NEAR(c.per_program_gbps, 512.0 / slope / 1000.0, 1e-9);
   EXPECT_NE(c.source.find("sweep.json"), std::string::npos);
+  // The layout `kvsight probe sweep --format json` writes: each kernel keyed by name.
+  const std::string nested = R"({"backend":"cpu","kernels":["nosplit","splitkv"],"nosplit":)" + json +
+                             R"(,"splitkv":{"kernel":"splitkv","points":[{"context":1024,"time_us":10,"gbps":42.5}]}})";
+  const KernelCalibration n = calibration_from_probe_json(nested, "sweep.json", gpu);
+  EXPECT_NEAR(n.per_program_gbps, c.per_program_gbps, 1e-12);
+  // The best splitkv point's bandwidth is the fill-device bandwidth.
+  EXPECT_NEAR(n.achieved_bandwidth_gbps, 42.5, 1e-12);
   // A file without a nosplit sweep names what is missing.
   EXPECT_THROW(calibration_from_probe_json(R"({"kernel":"splitkv","points":[]})", "f", gpu), InputError);
   EXPECT_THROW(calibration_from_probe_json("not json", "f", gpu), InputError);

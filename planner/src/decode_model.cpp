@@ -225,8 +225,7 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
     throw InputError("--calibration", "'" + origin + "' is not JSON (" + std::string(e.what()) +
                                           "); expected the output of `kvsight probe sweep --format json`");
   }
-  // Collect every sweep object: {kernel, shape, points[]} at the top level, in an
-  // array, or under "sweeps" / "results" / "kernels".
+  // Collect every sweep object {kernel, shape, points[]}, wherever it is nested.
   std::vector<const nlohmann::json*> sweeps;
   auto collect = [&sweeps](const nlohmann::json& node, auto& self) -> void {
     if (node.is_array()) {
@@ -238,9 +237,9 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
       sweeps.push_back(&node);
       return;
     }
-    for (const char* key : {"sweeps", "results", "kernels", "sweep"}) {
-      if (node.contains(key)) self(node.at(key), self);
-    }
+    // `probe sweep --format json` keys each kernel's sweep by its name ("nosplit",
+    // "splitkv"); other layouts nest them under "sweeps" / "results": look everywhere.
+    for (const auto& item : node.items()) self(item.value(), self);
   };
   collect(root, collect);
   const nlohmann::json* nosplit = nullptr;
