@@ -503,6 +503,24 @@ TEST(VllmBudget, ProfiledBudgetOnAnH100) {
             static_cast<std::uint64_t>(1.75 * kGiBd));
 }
 
+TEST(VllmBudget, WeightsOverrideIsTheWholeModelSplitOverRanks) {
+  // --weights-gib 16 at TP 2: 8 GiB per rank. 24 GiB x 0.90 = 21.6 GiB requested (ceil of an
+  // exact product); overheads fixed at 1 + 0.5 GiB -> 21.6 - 8 - 1.5 = 12.1 GiB for KV.
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.tp = 2;
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;
+  o.weights_gib = 16.0;
+  o.activation_gib = 1.0;
+  o.non_torch_gib = 0.5;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r.weights.bytes_per_rank, 8ull * 1024 * kMiB);
+  const auto requested = static_cast<std::uint64_t>(std::ceil(24.0 * kGiBd * 0.90));
+  EXPECT_EQ(r.capacity->available_kv_bytes, requested - 8ull * 1024 * kMiB - static_cast<std::uint64_t>(1.5 * kGiBd));
+  // TP 2: 4 KV heads per rank, one block across 32 layers = 16 x 32 x 4 x 256 x 2 B = 1 MiB.
+  EXPECT_EQ(r.capacity->num_blocks, r.capacity->available_kv_bytes / kMiB);
+}
+
 TEST(VllmBudget, NoGpuMeansNoCapacity) {
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, EngineOptions{});
   EXPECT_FALSE(r.capacity);

@@ -261,7 +261,10 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
                    options.swa_full, options.ubatch_size, build};
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
-  result.weights = weights_for(model, options, result);
+  EngineOptions whole = options;  // layers split across devices: figures for the whole model
+  whole.tp = 1;
+  whole.pp = 1;
+  result.weights = weights_for(model, whole, result);
 
   // The engine's own log lines.
   result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));

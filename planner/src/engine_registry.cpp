@@ -138,10 +138,14 @@ std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOption
 WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result) {
   WeightsEstimate w = estimate_weights(model, options.tp, options.pp);
   if (options.weights_gib) {
+    // --weights-gib is the whole model; each of the tp x pp ranks holds an even share.
     const std::uint64_t bytes = gib_to_bytes(*options.weights_gib, "--weights-gib");
-    w.bytes_per_rank = bytes;
-    w.method = "given with --weights-gib (per rank)";
-    result.assumptions.push_back({"weights per rank", gib2(bytes), "given with --weights-gib"});
+    const std::uint64_t ranks = std::uint64_t{options.tp} * options.pp;
+    w.bytes = bytes;
+    w.bytes_per_rank = ceil_div(bytes, ranks);
+    w.exact = false;
+    w.method = "given with --weights-gib (whole model, split evenly over " + std::to_string(ranks) + " ranks)";
+    result.assumptions.push_back({"weights per rank", gib2(w.bytes_per_rank), w.method});
   } else {
     result.assumptions.push_back({"weights per rank", gib2(w.bytes_per_rank),
                                   w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});

@@ -291,7 +291,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   if (max_model_len > derived && derived > 0)
     result.warnings.push_back("max_model_len " + std::to_string(max_model_len) + " exceeds the derived " +
                               std::to_string(derived) + ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
-  if (model.rope_scaling.present())
+  if (model.rope_scaling.present() && derived != model.max_position_embeddings)
     result.notes.push_back("derived max_model_len " + std::to_string(derived) + " includes rope_scaling (" +
                            model.rope_scaling.type + ", factor " + fixed2(model.rope_scaling.factor) + ")");
 
