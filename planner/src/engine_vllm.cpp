@@ -334,8 +334,13 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
                                   "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
                                   "forces 128 (vllm/platforms/cuda.py)"});
   } else {
-    result.assumptions.push_back({"block size", std::to_string(block),
-                                  options.block_size ? "--block-size" : "16, vLLM's CUDA default (cache.py)"});
+    const bool raised = has_recurrent(model) && model.attention_layer_count() > 0 &&
+                        block != options.block_size.value_or(16);
+    result.assumptions.push_back(
+        {"block size", std::to_string(block),
+         raised ? "raised so an attention page covers the recurrent state page (HybridAttentionMambaModelConfig)"
+         : options.block_size ? "--block-size"
+                              : "16, vLLM's CUDA default (cache.py)"});
   }
   const bool hybrid = has_recurrent(model) && model.attention_layer_count() > 0;
   const bool align_mode = options.enable_prefix_caching && has_recurrent(model);
