@@ -125,6 +125,7 @@ std::string check(const Condition& c, const GateInput& in) {
       if (c.field == Field::padded_layout) {
         return "the KV layout is stride-padded (hybrid attention + recurrent model), which forces Triton";
       }
+      if (c.field == Field::sinks) return "attention sinks are used (must be absent)";
       return name + " is used (must be absent)";
     case Test::str_one_of: {
       const std::string text = string_of(c.field, in);
