@@ -167,6 +167,10 @@ TEST(DecodeModel, CliffWarningForPlan) {
   // Llama-3.1-8B gets the custom kernel, which splits: no warning.
   EngineOptions single;
   EXPECT_FALSE(decode_cliff_warning(resolve_model("llama-3.1-8b"), rdna, single).has_value());
+  // Engines without gate rules: no warning, no error.
+  EngineOptions exl;
+  exl.engine = "exllamav2";
+  EXPECT_FALSE(decode_cliff_warning(qwen, rdna, exl).has_value());
 }
 
 }  // namespace

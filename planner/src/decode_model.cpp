@@ -406,6 +406,9 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
 std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const GpuSpec& gpu,
                                                 const EngineOptions& options) {
   if (model.attention_layer_count() == 0) return std::nullopt;
+  // Engines without gate rules (exllamav2/v3) get no warning rather than an error.
+  const std::vector<std::string> engines = gate_engines();
+  if (std::find(engines.begin(), engines.end(), options.engine) == engines.end()) return std::nullopt;
   const GateResult gates = evaluate_gates(model, gpu, options);
   if (gates.primary.selected.empty() || gates.primary.splits_context) return std::nullopt;
   const DecodeScenario scenario = build_decode_scenario(model, gpu, options, gates, DecodeModelOptions{});
