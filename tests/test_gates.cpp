@@ -145,6 +145,37 @@ TEST(Gates, BadInputExitsTwo) {
   EXPECT_EQ(run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "no-such-gpu"}).exit_code, 2);
 }
 
+// H200 (sm_90): vLLM V1 prefers FlashAttention (CC >= 8.0, head 128 % 8 == 0, <= 256,
+// block 16 a multiple of 16), which splits the KV at decode.
+TEST(Gates, Llama8bOnH200GetsFlashAttention) {
+  const auto j = run_json({"gates", "--model", "llama-3.1-8b", "--gpu", "h200"});
+  EXPECT_EQ(j.at("family"), "cuda");
+  EXPECT_EQ(j.at("attention").at("selected"), "flash_attn");
+  EXPECT_TRUE(j.at("attention").at("splits_context").get<bool>());
+  const auto s = run_json({"gates", "--model", "llama-3.1-8b", "--gpu", "h200", "--engine", "sglang"});
+  EXPECT_EQ(s.at("attention").at("selected"), "sglang_fa3");
+}
+
+// llama.cpp FlashAttention has no head size 100 (fattn.cu), and a quantized V cache
+// needs FlashAttention (llama-context.cpp): start-up refused, exit 1.
+TEST(Gates, LlamaCppQuantizedVCacheNeedsFlashAttention) {
+  const std::string dir = test::temp_dir("gates-head100");
+  test::write_file(dir + "/config.json", R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 3200,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 100, "num_hidden_layers": 2,
+    "intermediate_size": 8640, "vocab_size": 32000, "max_position_embeddings": 4096, "torch_dtype": "float16"})");
+  const auto ok = run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine", "llamacpp"});
+  EXPECT_EQ(ok.at("attention").at("selected"), "llamacpp_mul_mat_attention");
+  const nlohmann::json* fa = find_refused(ok.at("attention"), "llamacpp_flash_attn");
+  ASSERT_NE(fa, nullptr);
+  EXPECT_TRUE(has_reason(*fa, "head_size 100 is not one of 40, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576"))
+      << fa->dump(2);
+  const auto refused = run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine", "llamacpp",
+                                 "--cache-type-v", "q8_0"},
+                                1);
+  EXPECT_FALSE(refused.at("errors").empty());
+}
+
 // ----------------------------------------------------------- rule tables directly
 
 GateInput rdna_input() {

@@ -424,7 +424,7 @@ std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const Gp
          std::to_string(scenario.batch) + " x " + std::to_string(gates.primary.kv_heads_per_rank) +
          " programs) on " + gpu.family + "; predicted " + fmt(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " +
          fmt(curve.points[1].tok_s, 1) + " tok/s at " + std::to_string(long_context) + " tokens (" +
-         fmt(long_ms / short_ms, 1) + "x slower; calibration: " +
+         fmt(long_ms / short_ms, 1) + "x slower; non-attention time estimated from weights; calibration: " +
          (gpu.arch == "gfx1100" ? "cliff.md gfx1100 figures" : "estimate scaled from gfx1100") +
          "); see `kvsight gates` and `kvsight cliff --model " + model.id + " --gpu " + gpu.id + "`";
 }
