@@ -368,6 +368,29 @@ TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
   EXPECT_NE(joined(r.warnings).find("adds 1 padding layers"), std::string::npos) << joined(r.warnings);
 }
 
+TEST(VllmChunkedLocal, Llama4ScoutShape) {
+  // 48 layers: every 4th full attention (12), the others chunked local with C = 8192 (36);
+  // 8 KV heads x 128 -> 4,096 B per token per layer, page 16 x 4,096 = 65,536 B.
+  // Group size 12 (36 >= 1.5 x 12): 1 full + 3 chunked groups; a block id costs 12 pages.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 131072;
+  m.layers.clear();
+  for (int i = 0; i < 48; ++i)
+    m.layers.push_back(i % 4 == 3 ? attn(LayerKind::full_attention, 8, 128) : attn(LayerKind::chunked_local, 8, 128, 8192));
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.gpu_memory_bytes = 80ull * 1024 * kMiB;  // >= 70 GiB, not an A100, API server: T = 8192
+  const std::uint64_t block_bytes = 12ull * 16 * 4096;
+  // pages at 131,072: full ceil(131072 / 16) = 8192; chunked ceil(min(8192 + 8192, 131072) / 16) = 1024 x 3
+  const std::uint64_t pages = 8192 + 3 * 1024;
+  o.kv_cache_memory_bytes = 2 * pages * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.kv.blocks_per_sequence, pages);
+  EXPECT_NEAR(r.capacity->max_concurrency, 2.0, 1e-12);
+}
+
 // ---------------------------------------------------------------- MLA
 
 TEST(VllmMla, DeepSeekV3LatentAndBlock64) {
@@ -426,6 +449,26 @@ TEST(VllmHybrid, Qwen36Tp2GroupsAndConcurrency) {
   const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(100.0 / 45.0 * 32768.0));
   EXPECT_EQ(r2.capacity->kv_tokens, 72817u);
+}
+
+TEST(VllmHybrid, PrefixCachingKeepsTwoStatePages) {
+  // With prefix caching the block is 2048 (see the block-size test); the Mamba page is
+  // padded to 2048 x 2,048 B; per request at 32,768: ceil(32768 / 2048) = 16 attention
+  // pages + 3 groups x 2 state pages ("align" mode) = 22.
+  ModelSpec m = qwen36_27b_shape();
+  EngineOptions o;
+  o.tp = 2;
+  o.engine_version = "0.23.1";
+  o.max_model_len = 32768;
+  o.enable_prefix_caching = true;
+  const std::uint64_t block_bytes = 16ull * 2048 * 2048;
+  o.kv_cache_memory_bytes = 44 * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.kv.block_size, 2048u);
+  EXPECT_EQ(r.kv.blocks_per_sequence, 16u + 3u * 2u);
+  EXPECT_EQ(r.capacity->num_blocks, 44u);
+  EXPECT_NEAR(r.capacity->max_concurrency, 2.0, 1e-12);
 }
 
 // ---------------------------------------------------------------- TP / PP
