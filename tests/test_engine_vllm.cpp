@@ -280,6 +280,21 @@ TEST(VllmAutoFit, MinusOneSearchesTheLargestLength) {
   EXPECT_NE(joined(r.engine_log).find("reduced from 131072 to 23648"), std::string::npos) << joined(r.engine_log);
 }
 
+TEST(VllmAutoFit, NewestVersionsHoldBackTheNullBlock) {
+  // From PR #47272 the checks use (num_blocks - 1) blocks: 1477 x 16 = 23,632 tokens.
+  EngineOptions o = base_options("0.28.0");
+  o.max_model_len = -1;
+  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r.capacity->max_model_len, 1477u * 16u);
+  EXPECT_EQ(r.capacity->num_blocks, 1478u);  // the pool itself still has 1478 blocks
+  // An explicit 23,648 (all 1478 blocks) is refused there, accepted by 0.27.
+  o.max_model_len = 23648;
+  EXPECT_FALSE(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->fits);
+  o.engine_version = "0.27.1";
+  EXPECT_TRUE(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->fits);
+}
+
 // ---------------------------------------------------------------- sliding windows
 
 TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {

@@ -34,10 +34,11 @@ using namespace engine_detail;
 // Versions whose behaviour differs somewhere in this file (the boundaries used below).
 const std::vector<std::string>& vllm_versions() {
   static const std::vector<std::string> versions = {"0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2",
-                                                    "0.12.0", "0.19.0", "0.20.0", "0.21.0", "0.23.1", "0.27.1"};
+                                                    "0.12.0", "0.19.0", "0.20.0", "0.21.0", "0.23.1", "0.27.1",
+                                                    "0.28.0"};
   return versions;
 }
-constexpr const char* kNewestVllm = "0.27.1";
+constexpr const char* kNewestVllm = "0.28.0";
 
 enum class SpecKind { full, sliding, chunked, mla, mamba };
 
@@ -517,12 +518,23 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     }
   }
   // fits(L): every stage's need at L within its available memory (_check_enough_kv_cache_memory).
+  // BlockPool permanently holds one null block; from PR #47272 (merged 2026-08, with the
+  // auto-fit counterpart #48724; release assumed 0.28) the capacity checks use only the
+  // usable blocks: (num_blocks - 1) x bytes per block (kv_cache_utils.py check_memory).
+  const bool reserve_null = version.at_least(0, 28);
+  if (reserve_null)
+    result.notes.push_back("one block is held back as the null block in the fits check (PR #47272)");
   auto fits = [&](std::uint64_t len) {
     for (const Stage& st : stages) {
       if (st.block_bytes == 0) continue;
       const std::uint64_t need = checked_mul(pages_for_request(layout, len, max_batched, align_mode), st.block_bytes,
                                              "kv bytes needed");
-      if (need > available) return false;
+      std::uint64_t room = available;
+      if (reserve_null) {
+        const std::uint64_t blocks = available / st.block_bytes;
+        room = (blocks > 0 ? blocks - 1 : 0) * st.block_bytes;
+      }
+      if (need > room) return false;
     }
     return true;
   };
