@@ -326,6 +326,28 @@ TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {
   EXPECT_TRUE(has_line(r2, "GPU KV cache size: 85,111 tokens")) << joined(r2.engine_log);
 }
 
+TEST(VllmSlidingWindow, Starcoder2LogFromPr19029) {
+  // PR #19029's log for bigcode/starcoder2-3b (30 layers, all sliding W = 4096, 2 KV heads x
+  // 128, bf16; max_model_len 16,384; max_num_batched_tokens 8192):
+  //   "GPU KV cache size: 2,198,512 tokens" = 137,407 blocks x 16
+  //   "Maximum concurrency for 16,384 tokens per request: 178.68x"
+  // pages per request = ceil(min(4095 + 8192, 16384) / 16) + 1 = ceil(12287 / 16) + 1 = 769;
+  // 137,407 / 769 = 178.68. One block id: 30 layers x 16 x (2 x 2 x 128 x 2 B) = 491,520 B.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 16384;
+  m.layers.assign(30, attn(LayerKind::sliding_window, 2, 128, 4096));
+  EngineOptions o;
+  o.engine_version = "0.9.1";
+  o.max_num_batched_tokens = 8192;
+  o.kv_cache_memory_bytes = 137407ull * 491520;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, 491520u);
+  EXPECT_EQ(r.kv.blocks_per_sequence, 769u);
+  EXPECT_TRUE(has_line(r, "GPU KV cache size: 2,198,512 tokens")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 16,384 tokens per request: 178.68x")) << joined(r.engine_log);
+}
+
 TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
   // Gemma-2-9B shape: 42 layers alternating sliding (W 4096) / full, 8 KV heads, head_dim 256.
   // Per token per layer 2 x 8 x 256 x 2 = 8,192 B; page 16 x 8,192 = 131,072 B.
