@@ -138,6 +138,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   std::vector<std::uint64_t> split_contexts;
   std::string title, kernel, model_id, gpu_id, engine = options.engine;
   bool splits_context = false;
+  std::vector<std::string> gate_errors;
   probes::AttentionShape shape;
   std::uint32_t block_size = 0, q_heads_per_rank = 0;
   GpuSpec gpu;
@@ -193,6 +194,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
             std::to_string(options.tp) + ", batch " + std::to_string(scenario.batch) + ", per rank";
     kernel = gates.primary.selected;
     splits_context = gates.primary.splits_context;
+    gate_errors = gates.errors;
     model_id = model.id;
     gpu_id = gpu.id;
     block_size = gates.block_size;
@@ -317,7 +319,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
         {"attention_us_per_call_32k", call_32k},
         {"split_attention_us_per_call_32k", split_call_32k},
         {"split_splits_32k", split_32k_splits},
-        {"split_slope_us_per_token", split_curve.slope_us_per_token}};
+        {"split_slope_us_per_token", split_curve.slope_us_per_token},
+        {"gate_errors", gate_errors}};
     if (scenario_mode) {
       out["published_slope_us_per_token"] = kVllm50264SlopeUsPerToken;
       out["published_growth"] = kVllm50264CallUsAt32K / kVllm50264CallUsAt1K;
@@ -367,6 +370,9 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   summary.rows.push_back({"split-KV slope", fixed(split_curve.slope_us_per_token, 3) + " us/token",
                           scenario_mode ? "published 0.430 us/token" : scenario.split_source});
   report.sections.push_back(summary);
+  for (const std::string& error : gate_errors) {
+    report.footer.push_back("warning: the engine would refuse to start: " + error + " (kvsight gates)");
+  }
   report.footer.push_back("calibration: " + scenario.calibration.source);
   report.footer.push_back("split model: " + scenario.split_source);
   if (scenario_mode) {
