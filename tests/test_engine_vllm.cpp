@@ -375,6 +375,28 @@ TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
   EXPECT_EQ(r.kv.bytes_per_token, 21u * 8192u);  // the full layers only
 }
 
+TEST(VllmSlidingWindow, GptOss120bLogFromHfMemIssue60) {
+  // alvarobartt/hf-mem issue #60 quotes vLLM on openai/gpt-oss-120b: "Available KV cache
+  // memory: 5.38 GiB", "GPU KV cache size: 78,384 tokens". 36 layers alternating sliding
+  // (W 128) / full, 8 KV heads x 64: 2 x 8 x 64 x 2 = 2,048 B per token per layer, page
+  // 16 x 2,048 = 32,768 B; 18 + 18 layers -> 2 groups of 18, one block id = 589,824 B.
+  // The pre-0.20 line is num_blocks // 2 groups x 16: 78,384 = 4,899 x 16, so num_blocks is
+  // 9,798 or 9,799; 9,798 x 589,824 B = 5.3823 GiB, printed 5.38.
+  ModelSpec m = llama31_8b();
+  m.layers.clear();
+  for (int i = 0; i < 36; ++i)
+    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 64, 128) : attn(LayerKind::full_attention, 8, 64));
+  EngineOptions o;
+  o.engine_version = "0.19.0";
+  o.kv_cache_memory_bytes = 9798ull * 589824;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, 589824u);
+  EXPECT_EQ(r.capacity->num_blocks, 9798u);
+  EXPECT_TRUE(has_line(r, "GPU KV cache size: 78,384 tokens")) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("reserved 5.38 GiB"), std::string::npos) << joined(r.engine_log);
+}
+
 TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
   // 25 sliding + 5 full (Gemma 3 style 5:1): group size 5 -> 5 + 1 = 6 groups of 5.
   ModelSpec m = llama31_8b();
