@@ -530,6 +530,30 @@ TEST(VllmHybrid, PrefixCachingKeepsTwoStatePages) {
   EXPECT_NEAR(r.capacity->max_concurrency, 2.0, 1e-12);
 }
 
+TEST(VllmHybrid, Qwen35LogFromIssue40691) {
+  // vLLM issue #40691 (0.19.0, Qwen3.5-27B, TP 1, max_model_len 32,768):
+  //   "GPU KV cache size: 290,864 tokens", "Maximum concurrency for 32,768 tokens per request: 33.04x".
+  // TP 1: state = 10240 x 3 x 2 + 48 x 128 x 128 x 4 = 61,440 + 3,145,728 = 3,207,168 B;
+  // attention 4 heads x 512 x 2 B = 4,096 B per token -> block 16 x ceil(3,207,168 / 65,536) = 784;
+  // 4 groups of 16 layers; per request ceil(32768 / 784) + 3 = 45 pages.
+  // 33.04 x 45 = 1486.8 -> num_blocks = 1487 (1487 / 45 = 33.04); 1487 // 4 x 784 = 290,864.
+  ModelSpec m = qwen36_27b_shape();  // Qwen3.5-27B has the same attention and state shapes
+  EngineOptions o;
+  o.engine_version = "0.19.0";
+  o.max_model_len = 32768;
+  o.kv_cache_memory_bytes = 1487ull * 16 * 784 * 4096;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.kv.block_size, 784u);
+  EXPECT_EQ(r.capacity->num_blocks, 1487u);
+  EXPECT_TRUE(has_line(r, "GPU KV cache size: 290,864 tokens")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 32,768 tokens per request: 33.04x")) << joined(r.engine_log);
+  // After PR #40694 the same pool logs int(1487 / 45 x 32768) tokens.
+  o.engine_version = "0.20.0";
+  const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(1487.0 / 45.0 * 32768.0));
+}
+
 // ---------------------------------------------------------------- TP / PP
 
 TEST(VllmParallel, KvHeadsReplicatedBeyondTheirCount) {
