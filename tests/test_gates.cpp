@@ -290,6 +290,20 @@ TEST(GateRules, CudaV1PrefersFlashAttention) {
   EXPECT_TRUE(verdict_of(more, "triton_unified_attention").selected);
 }
 
+// flash_attn.py supports_kv_cache_dtype: fp8 only with FA3 (Hopper); then FlashInfer.
+TEST(GateRules, FlashAttentionFp8NeedsHopper) {
+  GateInput in = rdna_input();
+  in.family = "cuda";
+  in.compute_capability = 89;  // Ada
+  in.kv_cache_dtype = "fp8";
+  const auto verdicts = evaluate_kernels(in);
+  EXPECT_EQ(verdict_of(verdicts, "flash_attn").reasons,
+            std::vector<std::string>{"kv_cache_dtype fp8 needs FlashAttention 3 (compute capability 9.x); this is 8.9"});
+  EXPECT_TRUE(verdict_of(verdicts, "flashinfer").selected);
+  in.compute_capability = 90;
+  EXPECT_TRUE(verdict_of(evaluate_kernels(in), "flash_attn").selected);
+}
+
 TEST(GateRules, VersionParsing) {
   EXPECT_EQ(parse_engine_version("0.23.1"), 23001u);
   EXPECT_EQ(parse_engine_version("0.27.1.dev5"), 27001u);

@@ -135,6 +135,16 @@ std::string check(const Condition& c, const GateInput& in) {
     }
     case Test::never:
       return c.label;
+    case Test::fa_kv_dtype: {
+      const std::string& kv = in.kv_cache_dtype;
+      if (kv == "auto") return "";
+      if (kv.rfind("fp8", 0) == 0) {
+        if (in.compute_capability >= 90 && in.compute_capability < 100) return "";
+        return "kv_cache_dtype " + kv + " needs FlashAttention 3 (compute capability 9.x); this is " +
+               capability_text(in.compute_capability);
+      }
+      return "kv_cache_dtype " + kv + " is not auto or fp8";
+    }
     case Test::equals_head_size:
       if (in.head_size_v == in.head_size) return "";
       return "head_size_v " + std::to_string(in.head_size_v) + " is not head_size " + std::to_string(in.head_size);

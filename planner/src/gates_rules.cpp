@@ -113,8 +113,12 @@ std::vector<KernelRule> build_rules() {
                     {Field::head_size, Test::multiple_of, {8}, {}, ""},
                     {Field::head_size, Test::at_most, {256}, {}, ""},
                     {Field::block_size, Test::multiple_of, {16}, {}, ""},
-                    {Field::q_dtype, Test::str_one_of, {}, {"fp16", "bf16"}, ""}},
-                   "vllm/v1/attention/backends/flash_attn.py (mid-2025 .. main; gates.md)"});
+                    {Field::q_dtype, Test::str_one_of, {}, {"fp16", "bf16"}, ""},
+                    // supports_kv_cache_dtype: fp8 only when flash_attn_supports_fp8() (FA3,
+                    // Hopper), otherwise "auto".
+                    {Field::kv_cache_dtype, Test::fa_kv_dtype, {}, {}, ""}},
+                   "vllm/v1/attention/backends/flash_attn.py supports_head_size / supports_kv_cache_dtype "
+                   "(mid-2025 .. main; gates.md)"});
   // FlashInfer: head sizes 64/128/256, block sizes 16/32/64 (gates.md); decode
   // splits the KV (BatchDecodeWithPagedKVCache partition-kv).
   rules.push_back({"vllm", "flashinfer", "FlashInfer (BatchDecodeWithPagedKVCache)", "FLASHINFER", kCuda,

@@ -36,6 +36,7 @@ enum class Test {
   str_one_of,   // strings
   never,        // always fails with `label`
   equals_head_size,  // head_size_v == head_size
+  fa_kv_dtype,       // vLLM FlashAttention: "auto", or fp8 with FA3 (compute capability 9.x)
 };
 
 struct Condition {
