@@ -40,11 +40,11 @@ std::uint64_t per_token(const std::string& engine, const std::string& mode) {
 
 TEST(Exllama, CacheModesPerToken) {
   // d = 8 KV heads x 128 = 1024 per layer; 32 layers.
-  EXPECT_EQ(per_token("exllamav2", "fp16"), 32u * 4u * 1024u);         // 4d
-  EXPECT_EQ(per_token("exllamav2", "q8"), 32u * 2176u);                // 2.125d
-  EXPECT_EQ(per_token("exllamav2", "q6"), 32u * 1664u);                // 1.625d (K 8-bit, V 4-bit)
-  EXPECT_EQ(per_token("exllamav2", "q4"), 32u * 1152u);                // 1.125d
-  EXPECT_EQ(per_token("exllamav3", "q6"), 32u * 1664u);                // d (6 + 6)/8 + d/8 = 1.625d
+  EXPECT_EQ(per_token("exllamav2", "fp16"), 32u * 4u * 1024u);                 // 4d
+  EXPECT_EQ(per_token("exllamav2", "q8"), 32u * 2176u);                        // 2.125d
+  EXPECT_EQ(per_token("exllamav2", "q6"), 32u * 1664u);                        // 1.625d (K 8-bit, V 4-bit)
+  EXPECT_EQ(per_token("exllamav2", "q4"), 32u * 1152u);                        // 1.125d
+  EXPECT_EQ(per_token("exllamav3", "q6"), 32u * 1664u);                        // d (6 + 6)/8 + d/8 = 1.625d
   EXPECT_EQ(per_token("exllamav3", "q3"), 32u * (1024u * 6 / 8 + 1024u / 8));  // 0.875d = 896
   EXPECT_THROW(per_token("exllamav2", "q3"), InputError);
   EXPECT_THROW(per_token("exllamav2", "fp8"), InputError);

@@ -45,7 +45,9 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-PlanResult plan(const ModelSpec& m, const EngineOptions& o) { return make_engine("llamacpp")->plan(m, nullptr, o); }
+PlanResult plan(const ModelSpec& m, const EngineOptions& o) {
+  return make_engine("llamacpp")->plan(m, nullptr, o);
+}
 
 TEST(LlamaCpp, F16CacheAndItsLogLine) {
   // Per layer per cell: K 8 x 128 x 2 B = 2,048, V the same -> 4,096; 32 layers -> 131,072 B.
@@ -55,8 +57,9 @@ TEST(LlamaCpp, F16CacheAndItsLogLine) {
   const PlanResult r = plan(llama31_8b(), o);
   EXPECT_EQ(r.kv.bytes_per_token, 131072u);
   EXPECT_EQ(r.kv.bytes_per_sequence, 8192u * 131072u);
-  EXPECT_NE(joined(r.engine_log).find("llama_kv_cache: size = 1024.00 MiB (  8192 cells,  32 layers,  1/1 seqs), "
-                                      "K (f16):  512.00 MiB, V (f16):  512.00 MiB"),
+  EXPECT_NE(joined(r.engine_log)
+                .find("llama_kv_cache: size = 1024.00 MiB (  8192 cells,  32 layers,  1/1 seqs), "
+                      "K (f16):  512.00 MiB, V (f16):  512.00 MiB"),
             std::string::npos)
       << joined(r.engine_log);
 }
@@ -123,7 +126,8 @@ TEST(LlamaCpp, SlidingWindowCacheIsCapped) {
   EXPECT_EQ(r.kv.bytes_per_sequence, 21 * per_layer * 32768 + 21 * per_layer * 4608);
   EXPECT_EQ(r.kv.bytes_per_token, 21 * per_layer);
   EXPECT_EQ(r.kv.bytes_per_token_all_layers, 42 * per_layer);
-  EXPECT_NE(joined(r.engine_log).find("(  4608 cells,  21 layers"), std::string::npos) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("(  4608 cells,  21 layers"), std::string::npos)
+      << joined(r.engine_log);
 
   // 4 slots, separate streams: each stream 32768 / 4 = 8192 base cells and
   // pad(min(8192, 4096 + 512), 256) = 4608 SWA cells -> 4 x 4608 = 18432.
@@ -195,7 +199,8 @@ TEST(LlamaCpp, RecurrentStateInF32PerSlot) {
   m.recurrent = rs;
   m.layers.clear();
   for (int i = 0; i < 8; ++i) {
-    if (i % 4 == 3) m.layers.push_back(attn(LayerKind::full_attention, 4, 256));
+    if (i % 4 == 3)
+      m.layers.push_back(attn(LayerKind::full_attention, 4, 256));
     else {
       LayerSpec l;
       l.kind = LayerKind::recurrent;
@@ -213,8 +218,9 @@ TEST(LlamaCpp, RecurrentStateInF32PerSlot) {
   EXPECT_EQ(r.kv.bytes_per_sequence, 2ull * 2048 * 4096 + 6 * state);
   // The pool keeps max(1, n_seq_max) = 2 state cells per recurrent layer:
   // 6 x 2 x 3,268,608 B = 39,223,296 B = 37.41 MiB.
-  EXPECT_NE(joined(r.engine_log).find("llama_memory_recurrent: size =   37.41 MiB (     2 cells,   6 layers)"),
-            std::string::npos)
+  EXPECT_NE(
+      joined(r.engine_log).find("llama_memory_recurrent: size =   37.41 MiB (     2 cells,   6 layers)"),
+      std::string::npos)
       << joined(r.engine_log);
 }
 

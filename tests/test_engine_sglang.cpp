@@ -64,8 +64,9 @@ TEST(Sglang, TokenPoolOnAn80GiBDevice) {
   EXPECT_NEAR(r.capacity->max_concurrency, 446976.0 / 131072.0, 1e-12);
   EXPECT_TRUE(r.capacity->fits);
   // K buffer: (446,976 + 1 page) x 32 layers x 8 x 128 x 2 B = 27.28 GiB.
-  EXPECT_NE(joined(r.engine_log).find("KV Cache is allocated. #tokens: 446976, K size: 27.28 GB, V size: 27.28 GB"),
-            std::string::npos)
+  EXPECT_NE(
+      joined(r.engine_log).find("KV Cache is allocated. #tokens: 446976, K size: 27.28 GB, V size: 27.28 GB"),
+      std::string::npos)
       << joined(r.engine_log);
 }
 
@@ -78,7 +79,8 @@ TEST(Sglang, OlderReleasesKeyTheFractionOnTp) {
   const PlanResult r = make_engine("sglang")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(find(r, "mem_fraction_static")->value, "0.870");
   o.tp = 8;
-  EXPECT_EQ(find(make_engine("sglang")->plan(llama31_8b(), nullptr, o), "mem_fraction_static")->value, "0.810");
+  EXPECT_EQ(find(make_engine("sglang")->plan(llama31_8b(), nullptr, o), "mem_fraction_static")->value,
+            "0.810");
   // Given fractions are checked.
   o.mem_fraction_static = 0.0;
   EXPECT_THROW(make_engine("sglang")->plan(llama31_8b(), nullptr, o), InputError);

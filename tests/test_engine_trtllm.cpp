@@ -59,7 +59,8 @@ TEST(Trtllm, BlocksFromTheFreeFraction) {
   EXPECT_NE(log.find("Number of blocks in KV cache primary pool: 14630"), std::string::npos) << log;
   EXPECT_NE(log.find("Number of tokens per block: 32."), std::string::npos);
   // 14630 x 4 MiB = 57.1484 GiB
-  EXPECT_NE(log.find("Allocated 57.15 GiB for max tokens in paged KV cache (468160)."), std::string::npos) << log;
+  EXPECT_NE(log.find("Allocated 57.15 GiB for max tokens in paged KV cache (468160)."), std::string::npos)
+      << log;
   EXPECT_NE(log.find("total: 80.00 GiB, available: 63.50 GiB"), std::string::npos) << log;
 }
 

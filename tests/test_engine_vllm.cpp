@@ -219,13 +219,14 @@ TEST(VllmIssue10517, V0At29000DoesNotFit) {
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->num_blocks, 1478u);
-  EXPECT_EQ(r.capacity->kv_tokens, 1478u * 16u);  // 23,648
+  EXPECT_EQ(r.capacity->kv_tokens, 1478u * 16u);                         // 23,648
   EXPECT_NEAR(r.capacity->max_concurrency, 1478.0 * 16 / 29000, 1e-12);  // 0.8154 -> 0.82x
   EXPECT_FALSE(r.capacity->fits);
   // ceil(L / 16) <= 1478  <=>  L <= 1478 x 16 = 23,648
   EXPECT_EQ(r.capacity->largest_max_model_len, 23648u);
   EXPECT_TRUE(has_line(r, "Maximum concurrency for 29000 tokens per request: 0.82x")) << joined(r.engine_log);
-  EXPECT_NE(joined(r.engine_log).find("stored in KV cache (23648)"), std::string::npos) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("stored in KV cache (23648)"), std::string::npos)
+      << joined(r.engine_log);
   EXPECT_NE(joined(r.engine_log).find("kv_cache_size=2.89GiB"), std::string::npos);
   EXPECT_NE(joined(r.warnings).find("largest that fits is 23648"), std::string::npos);
 }
@@ -255,7 +256,8 @@ TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
   // V1: concurrency = num_blocks / ceil(20000 / 16) = 1952 / 1250 = 1.5616
   EXPECT_NEAR(r.capacity->max_concurrency, 1952.0 / 1250.0, 1e-12);
   EXPECT_TRUE(has_line(r, "GPU KV cache size: 31,232 tokens")) << joined(r.engine_log);
-  EXPECT_TRUE(has_line(r, "Maximum concurrency for 20,000 tokens per request: 1.56x")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 20,000 tokens per request: 1.56x"))
+      << joined(r.engine_log);
   // 29,000: 1478 / ceil(29000 / 16) = 1478 / 1813 = 0.815 and the start-up error.
   o.max_model_len = 29000;
   o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
@@ -263,7 +265,8 @@ TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
   EXPECT_NEAR(r2.capacity->max_concurrency, 1478.0 / 1813.0, 1e-12);
   EXPECT_FALSE(r2.capacity->fits);
   // needed = 1813 x 2 MiB = 3.5410 GiB
-  EXPECT_NE(joined(r2.engine_log).find("(3.54 GiB KV cache is needed"), std::string::npos) << joined(r2.engine_log);
+  EXPECT_NE(joined(r2.engine_log).find("(3.54 GiB KV cache is needed"), std::string::npos)
+      << joined(r2.engine_log);
   EXPECT_NE(joined(r2.engine_log).find("estimated maximum model length is 23648"), std::string::npos);
 }
 
@@ -277,7 +280,8 @@ TEST(VllmAutoFit, MinusOneSearchesTheLargestLength) {
   EXPECT_EQ(r.capacity->max_model_len, 23648u);
   EXPECT_TRUE(r.capacity->fits);
   EXPECT_NEAR(r.capacity->max_concurrency, 1.0, 1e-12);  // 1478 / 1478
-  EXPECT_NE(joined(r.engine_log).find("reduced from 131072 to 23648"), std::string::npos) << joined(r.engine_log);
+  EXPECT_NE(joined(r.engine_log).find("reduced from 131072 to 23648"), std::string::npos)
+      << joined(r.engine_log);
 }
 
 TEST(VllmAutoFit, NewestVersionsHoldBackTheNullBlock) {
@@ -304,7 +308,7 @@ TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {
   m.layers.assign(32, attn(LayerKind::sliding_window, 8, 128, 4096));
   EngineOptions o;
   o.engine_version = "0.11.0";
-  o.gpu_memory_bytes = 24ull * 1024 * kMiB;  // < 70 GiB, API server -> max_num_batched_tokens 2048
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;   // < 70 GiB, API server -> max_num_batched_tokens 2048
   o.kv_cache_memory_bytes = 1000 * 2 * kMiB;  // one block = 32 x 16 x 4096 B = 2 MiB
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
@@ -317,7 +321,7 @@ TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {
   EXPECT_EQ(r.kv.bytes_per_token_all_layers, 32u * 4096u);
   EXPECT_EQ(r.capacity->num_blocks, 1000u);
   EXPECT_NEAR(r.capacity->max_concurrency, 1000.0 / 385.0, 1e-12);  // 2.60x
-  EXPECT_EQ(r.capacity->kv_tokens, 1000u * 16u);                     // one group: blocks x block size
+  EXPECT_EQ(r.capacity->kv_tokens, 1000u * 16u);                    // one group: blocks x block size
   // Newer log rule: tokens = int(max_concurrency x max_model_len) = int(1000 / 385 x 32768) = 85,111
   o.engine_version = "0.23.1";
   const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
@@ -345,7 +349,8 @@ TEST(VllmSlidingWindow, Starcoder2LogFromPr19029) {
   EXPECT_EQ(r.capacity->page_bytes, 491520u);
   EXPECT_EQ(r.kv.blocks_per_sequence, 769u);
   EXPECT_TRUE(has_line(r, "GPU KV cache size: 2,198,512 tokens")) << joined(r.engine_log);
-  EXPECT_TRUE(has_line(r, "Maximum concurrency for 16,384 tokens per request: 178.68x")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 16,384 tokens per request: 178.68x"))
+      << joined(r.engine_log);
 }
 
 TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
@@ -356,7 +361,8 @@ TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
   m.max_position_embeddings = 8192;
   m.layers.clear();
   for (int i = 0; i < 42; ++i)
-    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 256, 4096) : attn(LayerKind::full_attention, 8, 256));
+    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 256, 4096)
+                                  : attn(LayerKind::full_attention, 8, 256));
   const std::uint64_t block_bytes = 21ull * 16 * 8192;
   // pages per request at 8192: full ceil(8192/16) = 512; sliding ceil(min(4095+2048, 8192)/16)+1 = 385
   const std::uint64_t pages = 512 + 385;
@@ -385,7 +391,8 @@ TEST(VllmSlidingWindow, GptOss120bLogFromHfMemIssue60) {
   ModelSpec m = llama31_8b();
   m.layers.clear();
   for (int i = 0; i < 36; ++i)
-    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 64, 128) : attn(LayerKind::full_attention, 8, 64));
+    m.layers.push_back(i % 2 == 0 ? attn(LayerKind::sliding_window, 8, 64, 128)
+                                  : attn(LayerKind::full_attention, 8, 64));
   EngineOptions o;
   o.engine_version = "0.19.0";
   o.kv_cache_memory_bytes = 9798ull * 589824;
@@ -403,7 +410,8 @@ TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
   m.max_position_embeddings = 8192;
   m.layers.clear();
   for (int i = 0; i < 30; ++i)
-    m.layers.push_back(i % 6 == 5 ? attn(LayerKind::full_attention, 8, 128) : attn(LayerKind::sliding_window, 8, 128, 1024));
+    m.layers.push_back(i % 6 == 5 ? attn(LayerKind::full_attention, 8, 128)
+                                  : attn(LayerKind::sliding_window, 8, 128, 1024));
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
@@ -435,7 +443,8 @@ TEST(VllmChunkedLocal, Llama4ScoutShape) {
   m.max_position_embeddings = 131072;
   m.layers.clear();
   for (int i = 0; i < 48; ++i)
-    m.layers.push_back(i % 4 == 3 ? attn(LayerKind::full_attention, 8, 128) : attn(LayerKind::chunked_local, 8, 128, 8192));
+    m.layers.push_back(i % 4 == 3 ? attn(LayerKind::full_attention, 8, 128)
+                                  : attn(LayerKind::chunked_local, 8, 128, 8192));
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.gpu_memory_bytes = 80ull * 1024 * kMiB;  // >= 70 GiB, not an A100, API server: T = 8192
@@ -547,7 +556,8 @@ TEST(VllmHybrid, Qwen35LogFromIssue40691) {
   EXPECT_EQ(r.kv.block_size, 784u);
   EXPECT_EQ(r.capacity->num_blocks, 1487u);
   EXPECT_TRUE(has_line(r, "GPU KV cache size: 290,864 tokens")) << joined(r.engine_log);
-  EXPECT_TRUE(has_line(r, "Maximum concurrency for 32,768 tokens per request: 33.04x")) << joined(r.engine_log);
+  EXPECT_TRUE(has_line(r, "Maximum concurrency for 32,768 tokens per request: 33.04x"))
+      << joined(r.engine_log);
   // After PR #40694 the same pool logs int(1487 / 45 x 32768) tokens.
   o.engine_version = "0.20.0";
   const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
@@ -642,7 +652,8 @@ TEST(VllmBudget, WeightsOverrideIsTheWholeModelSplitOverRanks) {
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.weights.bytes_per_rank, 8ull * 1024 * kMiB);
   const auto requested = static_cast<std::uint64_t>(std::ceil(24.0 * kGiBd * 0.90));
-  EXPECT_EQ(r.capacity->available_kv_bytes, requested - 8ull * 1024 * kMiB - static_cast<std::uint64_t>(1.5 * kGiBd));
+  EXPECT_EQ(r.capacity->available_kv_bytes,
+            requested - 8ull * 1024 * kMiB - static_cast<std::uint64_t>(1.5 * kGiBd));
   // TP 2: 4 KV heads per rank, one block across 32 layers = 16 x 32 x 4 x 256 x 2 B = 1 MiB.
   EXPECT_EQ(r.capacity->num_blocks, r.capacity->available_kv_bytes / kMiB);
 }

@@ -32,12 +32,13 @@ struct Mode {
 
 Mode parse_mode(const std::string& text, int generation) {
   std::string s = text;
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const std::string allowed = generation == 2 ? "fp16, q8, q6, q4" : "fp16, q2 .. q8 (k = v bits)";
   if (s == "fp16" || s == "f16") return {"FP16", 16, 16, false};
   if (s == "fp8")
-    throw InputError("--cache-type-k", "the FP8 cache of exllamav2 is refused by its dynamic generator; allowed: " +
-                                           allowed);
+    throw InputError("--cache-type-k",
+                     "the FP8 cache of exllamav2 is refused by its dynamic generator; allowed: " + allowed);
   if (s.size() == 2 && s[0] == 'q' && s[1] >= '2' && s[1] <= '8') {
     const std::uint32_t bits = static_cast<std::uint32_t>(s[1] - '0');
     if (generation == 2) {
@@ -72,7 +73,8 @@ class ExllamaEngine final : public Engine {
   int generation_;
 };
 
-PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
+                               const EngineOptions& options) const {
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
@@ -100,8 +102,9 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const
   // Cache size in tokens: --ctx-size (ExLlamaV2Cache max_seq_len), default the model's
   // max_seq_len, a multiple of 256.
   const std::uint64_t cache_tokens = round_up(options.ctx_size.value_or(max_seq_len), kPage, "cache tokens");
-  result.assumptions.push_back({"cache size", std::to_string(cache_tokens) + " tokens",
-                                options.ctx_size ? "--ctx-size, rounded up to 256" : "the model's max_seq_len"});
+  result.assumptions.push_back(
+      {"cache size", std::to_string(cache_tokens) + " tokens",
+       options.ctx_size ? "--ctx-size, rounded up to 256" : "the model's max_seq_len"});
   result.assumptions.push_back({"cache mode", mode.name, "--cache-type-k"});
   // exllamav2 quantized caches keep one FP16 K/V layer of the full cache length as a
   // temporary per device.
@@ -115,8 +118,8 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const
   result.kv.context = context;
   result.kv.batch = options.batch;
   result.kv.blocks_per_sequence = ceil_div(context, kPage);
-  result.kv.bytes_per_sequence =
-      checked_mul(checked_mul(result.kv.blocks_per_sequence, kPage, "tokens"), per_token, "kv bytes per sequence");
+  result.kv.bytes_per_sequence = checked_mul(checked_mul(result.kv.blocks_per_sequence, kPage, "tokens"),
+                                             per_token, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
   EngineOptions whole = options;  // no tensor parallel in this planner's exllama model
   whole.tp = 1;
@@ -125,9 +128,9 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const
 
   const std::uint64_t pages = cache_tokens / kPage;
   const std::uint64_t pages_per_request = ceil_div(context, kPage);
-  result.notes.push_back("the dynamic generator reserves ceil((prompt + max_new) / 256) = " +
-                         std::to_string(pages_per_request) + " pages per request up front, " +
-                         std::to_string(pages) + " pages in the cache");
+  result.notes.push_back(
+      "the dynamic generator reserves ceil((prompt + max_new) / 256) = " + std::to_string(pages_per_request) +
+      " pages per request up front, " + std::to_string(pages) + " pages in the cache");
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;
@@ -167,6 +170,8 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const
 
 }  // namespace
 
-std::unique_ptr<Engine> make_exllama_engine(int generation) { return std::make_unique<ExllamaEngine>(generation); }
+std::unique_ptr<Engine> make_exllama_engine(int generation) {
+  return std::make_unique<ExllamaEngine>(generation);
+}
 
 }  // namespace kvsight

@@ -40,20 +40,21 @@ const std::vector<std::string>& llamacpp_versions() {
   return v;
 }
 constexpr int kNewestBuild = 7900;
-constexpr int kMlaLatentBuild = 5150;   // PR #12801, approximate
-constexpr int kKvUnifiedBuild = 5900;   // --kv-unified / per-sequence streams (PR #14363), approximate
-constexpr int kNoCtxPadBuild = 6900;    // n_ctx no longer padded (only the SWA cache is), approximate
-constexpr int kVlessMlaBuild = 7850;    // PR #19067, approximate
+constexpr int kMlaLatentBuild = 5150;  // PR #12801, approximate
+constexpr int kKvUnifiedBuild = 5900;  // --kv-unified / per-sequence streams (PR #14363), approximate
+constexpr int kNoCtxPadBuild = 6900;   // n_ctx no longer padded (only the SWA cache is), approximate
+constexpr int kVlessMlaBuild = 7850;   // PR #19067, approximate
 
 int parse_build(const std::string& text) {
   if (text.empty()) return kNewestBuild;
   std::string s = text;
   if (!s.empty() && (s[0] == 'b' || s[0] == 'B')) s.erase(0, 1);
-  if (s.empty() || s.size() > 7 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
+  if (s.empty() || s.size() > 7 ||
+      !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
     std::string known;
     for (const auto& k : llamacpp_versions()) known += (known.empty() ? "" : ", ") + k;
-    throw InputError("--engine-version", "llama.cpp versions are build numbers like b6000; got '" + text +
-                                             "'; known: " + known);
+    throw InputError("--engine-version",
+                     "llama.cpp versions are build numbers like b6000; got '" + text + "'; known: " + known);
   }
   return std::stoi(s);
 }
@@ -67,8 +68,9 @@ std::string ggml_name(const KvDtype& t) {
 const KvDtype& llama_type(const std::string& name, std::string_view flag) {
   const KvDtype& t = find_kv_dtype(name, flag);
   if (!t.llamacpp)
-    throw InputError(std::string(flag), "'" + name + "' is not a ggml cache type; allowed: f32, f16, bf16, q8_0, "
-                                        "q4_0, q4_1, iq4_nl, q5_0, q5_1");
+    throw InputError(std::string(flag), "'" + name +
+                                            "' is not a ggml cache type; allowed: f32, f16, bf16, q8_0, "
+                                            "q4_0, q4_1, iq4_nl, q5_0, q5_1");
   return t;
 }
 
@@ -99,7 +101,8 @@ std::vector<LayerCell> layer_cells(const ModelSpec& model, const KvDtype& tk, co
         std::string how;
         if (build < kMlaLatentBuild && model.mla) {
           // Decompressed per-head K and V.
-          c.k = tk.row_bytes(std::uint64_t{model.num_attention_heads} * (mla.qk_nope_head_dim + mla.qk_rope_head_dim));
+          c.k = tk.row_bytes(std::uint64_t{model.num_attention_heads} *
+                             (mla.qk_nope_head_dim + mla.qk_rope_head_dim));
           c.v = tv.row_bytes(std::uint64_t{model.num_attention_heads} * mla.v_head_dim);
           how = "decompressed per-head K (n_head x (qk_nope + qk_rope)) and V (n_head x v_head_dim)";
         } else if (build < kVlessMlaBuild) {
@@ -159,10 +162,11 @@ Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, co
   const std::uint64_t per_stream = unified ? c.n_ctx : c.n_ctx / p.n_seq;
   std::uint64_t n_swa = 0;
   for (const LayerSpec& l : model.layers)
-    if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local) n_swa = std::max(n_swa, l.window);
+    if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local)
+      n_swa = std::max(n_swa, l.window);
   c.base_cells = checked_mul(per_stream, streams, "cells");
-  std::uint64_t swa_stream = std::min(per_stream, checked_add(checked_mul(n_swa, unified ? p.n_seq : 1, "swa"),
-                                                              p.n_ubatch, "swa"));
+  std::uint64_t swa_stream =
+      std::min(per_stream, checked_add(checked_mul(n_swa, unified ? p.n_seq : 1, "swa"), p.n_ubatch, "swa"));
   swa_stream = round_up(swa_stream, 256, "swa cells");
   if (p.swa_full) swa_stream = per_stream;
   c.swa_cells = checked_mul(swa_stream, streams, "swa cells");
@@ -203,7 +207,8 @@ class LlamaCppEngine final : public Engine {
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
 };
 
-PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
+                                const EngineOptions& options) const {
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   if (options.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
@@ -217,17 +222,20 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   if (tv.group_size > 0)
     result.notes.push_back("a quantized V cache needs flash attention (llama-context.cpp)");
   if (options.tp > 1 || options.pp > 1)
-    result.notes.push_back("llama.cpp splits layers across devices (--split-mode layer); --tp/--pp are ignored and "
-                           "all figures are for the whole model");
+    result.notes.push_back(
+        "llama.cpp splits layers across devices (--split-mode layer); --tp/--pp are ignored and "
+        "all figures are for the whole model");
   const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
 
   // n_ctx: --ctx-size, 0 = the model's training context (llama-context.cpp: n_ctx_train).
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
   std::uint64_t n_ctx = options.ctx_size.value_or(0);
   if (n_ctx == 0) n_ctx = n_ctx_train;
-  if (n_ctx == 0) throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
-  result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx),
-                                options.ctx_size && *options.ctx_size ? "given" : "0 = n_ctx_train (llama-context.cpp)"});
+  if (n_ctx == 0)
+    throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
+  result.assumptions.push_back(
+      {"--ctx-size", std::to_string(n_ctx),
+       options.ctx_size && *options.ctx_size ? "given" : "0 = n_ctx_train (llama-context.cpp)"});
   const bool unified = options.kv_unified || build < kKvUnifiedBuild;
   if (!unified && n_ctx % options.parallel != 0)
     result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " is not a multiple of --parallel " +
@@ -240,8 +248,10 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   // kv figures: one sequence = a single slot of `context` cells; the batch = `batch` slots.
   std::uint64_t per_token_full = 0, per_token_all = 0, state = 0;
   for (const LayerCell& l : cells) {
-    if (l.recurrent) state += l.k;
-    else if (l.swa) per_token_all += l.k + l.v;
+    if (l.recurrent)
+      state += l.k;
+    else if (l.swa)
+      per_token_all += l.k + l.v;
     else {
       per_token_full += l.k + l.v;
       per_token_all += l.k + l.v;
@@ -257,8 +267,12 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   CacheParams one{context, 1, true, options.swa_full, options.ubatch_size, build};
   result.kv.bytes_per_sequence = size_cache(model, cells, one).total();
   result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
-  CacheParams many{checked_mul(context, options.batch, "context x batch"), options.batch, options.kv_unified,
-                   options.swa_full, options.ubatch_size, build};
+  CacheParams many{checked_mul(context, options.batch, "context x batch"),
+                   options.batch,
+                   options.kv_unified,
+                   options.swa_full,
+                   options.ubatch_size,
+                   build};
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
   EngineOptions whole = options;  // layers split across devices: figures for the whole model
@@ -272,11 +286,13 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t n_cells, std::uint32_t layers) {
     return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(n_cells, 6) + " cells, " +
            padded(layers, 3) + " layers, " + padded(unified ? 1 : options.parallel, 2) + "/" +
-           std::to_string(options.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) + " MiB, V (" +
-           ggml_name(tv) + "): " + mib(v, 7) + " MiB";
+           std::to_string(options.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) +
+           " MiB, V (" + ggml_name(tv) + "): " + mib(v, 7) + " MiB";
   };
-  if (cache.base_layers > 0) result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.base_cells, cache.base_layers));
-  if (cache.swa_layers > 0) result.engine_log.push_back(kv_line(cache.swa_k, cache.swa_v, cache.swa_cells, cache.swa_layers));
+  if (cache.base_layers > 0)
+    result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.base_cells, cache.base_layers));
+  if (cache.swa_layers > 0)
+    result.engine_log.push_back(kv_line(cache.swa_k, cache.swa_v, cache.swa_cells, cache.swa_layers));
   if (cache.rec_layers > 0)
     result.engine_log.push_back("llama_memory_recurrent: size = " + mib(cache.rec, 7) + " MiB (" +
                                 padded(cache.rec_cells, 6) + " cells, " + padded(cache.rec_layers, 3) +
@@ -296,9 +312,11 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   // Compute buffer with flash attention: logits n_ubatch x n_vocab f32 plus the FFN and
   // hidden intermediates, n_ubatch x (2 I + 4 H) x 4 B (Llama-3-8B at ubatch 512: ~258 MiB
   // reported; estimate range +-30%, more without flash attention).
-  std::uint64_t compute = static_cast<std::uint64_t>(
-      ub * (static_cast<double>(model.vocab_size) + 2.0 * static_cast<double>(model.intermediate_size) +
-            4.0 * static_cast<double>(model.hidden_size)) * 4.0);
+  std::uint64_t compute = static_cast<std::uint64_t>(ub *
+                                                     (static_cast<double>(model.vocab_size) +
+                                                      2.0 * static_cast<double>(model.intermediate_size) +
+                                                      4.0 * static_cast<double>(model.hidden_size)) *
+                                                     4.0);
   std::string compute_why = "n_ubatch x (V + 2I + 4H) x 4 B (flash attention on; range +-30%)";
   if (options.activation_gib) {
     compute = gib_to_bytes(*options.activation_gib, "--activation-gib");
@@ -343,9 +361,9 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu, cons
   cap.largest_max_model_len = unified ? best : best / options.parallel;
   if (!cap.fits) {
     result.warnings.push_back("--ctx-size " + std::to_string(n_ctx) + " does not fit: weights " +
-                              gib2(result.weights.bytes_per_rank) + " + KV " + gib2(cache.total()) + " + compute " +
-                              gib2(cap.overhead_bytes) + " > " + gib2(*total) + "; largest --ctx-size that fits is " +
-                              std::to_string(best));
+                              gib2(result.weights.bytes_per_rank) + " + KV " + gib2(cache.total()) +
+                              " + compute " + gib2(cap.overhead_bytes) + " > " + gib2(*total) +
+                              "; largest --ctx-size that fits is " + std::to_string(best));
   }
   result.capacity = cap;
   return result;

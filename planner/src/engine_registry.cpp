@@ -50,7 +50,8 @@ std::vector<std::string> engine_names() {
 
 std::unique_ptr<Engine> make_engine(const std::string& name) {
   std::string key = name;
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(key.begin(), key.end(), key.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   // Spellings users type for the same engines.
   if (key == "llama.cpp" || key == "llama-cpp" || key == "llama_cpp") key = "llamacpp";
   if (key == "tensorrt-llm" || key == "tensorrt_llm" || key == "trt-llm") key = "trtllm";
@@ -79,8 +80,10 @@ Version parse_version(const std::string& text, const std::vector<std::string>& k
       ++pos;
     }
     *parts[count++] = static_cast<int>(value);
-    if (pos < s.size() && s[pos] == '.') ++pos;
-    else break;
+    if (pos < s.size() && s[pos] == '.')
+      ++pos;
+    else
+      break;
   }
   if (count < 2) {
     std::string list;
@@ -144,11 +147,13 @@ WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options
     w.bytes = bytes;
     w.bytes_per_rank = ceil_div(bytes, ranks);
     w.exact = false;
-    w.method = "given with --weights-gib (whole model, split evenly over " + std::to_string(ranks) + " ranks)";
+    w.method =
+        "given with --weights-gib (whole model, split evenly over " + std::to_string(ranks) + " ranks)";
     result.assumptions.push_back({"weights per rank", gib2(w.bytes_per_rank), w.method});
   } else {
-    result.assumptions.push_back({"weights per rank", gib2(w.bytes_per_rank),
-                                  w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});
+    result.assumptions.push_back(
+        {"weights per rank", gib2(w.bytes_per_rank),
+         w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});
   }
   return w;
 }

@@ -44,13 +44,14 @@ class SglangEngine final : public Engine {
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
 };
 
-PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
+                              const EngineOptions& options) const {
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "sglang";
-  const Version version = parse_version(options.engine_version.empty() ? "0.5.2" : options.engine_version,
-                                        sglang_versions());
+  const Version version =
+      parse_version(options.engine_version.empty() ? "0.5.2" : options.engine_version, sglang_versions());
   result.engine_version = version.text;
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   const std::uint32_t page = options.block_size.value_or(1);
@@ -69,8 +70,10 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
     if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local) ++swa_layers;
   }
   if (swa_layers > 0)
-    result.notes.push_back(std::to_string(swa_layers) + " sliding-window layers are counted in every token's cell "
-                           "(SGLang's default token pool; its hybrid SWA pool, where enabled, sizes them apart)");
+    result.notes.push_back(
+        std::to_string(swa_layers) +
+        " sliding-window layers are counted in every token's cell "
+        "(SGLang's default token pool; its hybrid SWA pool, where enabled, sizes them apart)");
   const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
   result.kv.bytes_per_token = per_token_full;
   result.kv.bytes_per_token_all_layers = cell;
@@ -99,16 +102,24 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
     const double gpu_mib = static_cast<double>(*total) / (1024.0 * 1024.0);
     const double p = static_cast<double>(options.tp) * options.pp;
     double reserved_gib = 0.0;
-    if (gpu_mib < 35 * 1024.0) reserved_gib = 2.8 + p / 10.0;
-    else if (gpu_mib < 90 * 1024.0) reserved_gib = 9.5 + p / 2.0;
-    else if (gpu_mib < 160 * 1024.0) reserved_gib = 12.0 + p / 2.0;
-    else reserved_gib = 32.0;
+    if (gpu_mib < 35 * 1024.0)
+      reserved_gib = 2.8 + p / 10.0;
+    else if (gpu_mib < 90 * 1024.0)
+      reserved_gib = 9.5 + p / 2.0;
+    else if (gpu_mib < 160 * 1024.0)
+      reserved_gib = 12.0 + p / 2.0;
+    else
+      reserved_gib = 32.0;
     fraction = std::round((gpu_mib - reserved_gib * 1024.0) / gpu_mib * 1000.0) / 1000.0;
     why = "server_args.py: round((gpu_mem - reserved) / gpu_mem, 3) with reserved " + fixed2(reserved_gib) +
           " GiB for this device size and tp x pp = " + std::to_string(options.tp * options.pp) +
           " (gpu_mem from nvidia-smi there, the runtime's figure here)";
   } else {
-    fraction = options.tp >= 16 ? 0.79 : options.tp >= 8 ? 0.81 : options.tp >= 4 ? 0.85 : options.tp >= 2 ? 0.87 : 0.88;
+    fraction = options.tp >= 16  ? 0.79
+               : options.tp >= 8 ? 0.81
+               : options.tp >= 4 ? 0.85
+               : options.tp >= 2 ? 0.87
+                                 : 0.88;
     why = "server_args.py (before ~0.4.7): by TP size";
   }
   char frac_text[32];
@@ -138,7 +149,8 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
     const double carve = static_cast<double>(slots) * static_cast<double>(tf.state_bytes_per_sequence);
     rest_kv -= carve;
     result.assumptions.push_back({"recurrent state pool", gib2(static_cast<std::uint64_t>(carve)),
-                                  std::to_string(slots) + " slots x " + std::to_string(tf.state_bytes_per_sequence) +
+                                  std::to_string(slots) + " slots x " +
+                                      std::to_string(tf.state_bytes_per_sequence) +
                                       " B (--max-running-requests / --max-mamba-cache-size; 256 assumed)"});
   }
   cap.available_kv_bytes = rest_kv > 0 ? static_cast<std::uint64_t>(rest_kv) : 0;
@@ -148,21 +160,22 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
   cap.num_blocks = tokens / page;
   cap.page_bytes = checked_mul(page, cell, "page bytes");
   cap.max_model_len = context_len;
-  cap.max_concurrency = context_len > 0 ? static_cast<double>(tokens) / static_cast<double>(context_len) : 0.0;
+  cap.max_concurrency =
+      context_len > 0 ? static_cast<double>(tokens) / static_cast<double>(context_len) : 0.0;
   cap.fits = tokens >= context_len && tokens > 0;
   cap.largest_max_model_len = tokens;
   cap.limiting_rank = stage * options.tp;
   if (rest_kv <= 0) {
     result.warnings.push_back("Not enough memory. Please try to increase --mem-fraction-static.");
   } else if (!cap.fits) {
-    result.warnings.push_back("context length " + std::to_string(context_len) + " does not fit: the pool holds " +
-                              std::to_string(tokens) + " tokens");
+    result.warnings.push_back("context length " + std::to_string(context_len) +
+                              " does not fit: the pool holds " + std::to_string(tokens) + " tokens");
   }
   // Log lines (model_runner / memory_pool).
   result.engine_log.push_back("Memory profiling: available_gpu_memory=" + fixed2(free_after / kGiB) +
                               " GB, total_gpu_memory=" + fixed2(free_start / kGiB) +
-                              " GB, mem_fraction_static=" + fixed2(fraction) + ", rest_memory=" + fixed2(rest / kGiB) +
-                              " GB");
+                              " GB, mem_fraction_static=" + fixed2(fraction) +
+                              ", rest_memory=" + fixed2(rest / kGiB) + " GB");
   if (tokens > 0) {
     // K and V buffers hold (size + page_size) slots; MLA keeps one latent buffer.
     std::uint64_t k_bytes = 0, v_bytes = 0;
@@ -177,9 +190,8 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
         v_bytes += heads * types.v.row_bytes(l.head_dim_v) * (tokens + page);
       }
     }
-    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) +
-                                ", K size: " + fixed2(to_gib(k_bytes)) + " GB, V size: " + fixed2(to_gib(v_bytes)) +
-                                " GB");
+    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", K size: " +
+                                fixed2(to_gib(k_bytes)) + " GB, V size: " + fixed2(to_gib(v_bytes)) + " GB");
     result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
                                 ", context_len=" + std::to_string(context_len));
   }

@@ -36,18 +36,21 @@ class TrtllmEngine final : public Engine {
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
 };
 
-PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
+                              const EngineOptions& options) const {
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "trtllm";
   result.engine_version =
-      parse_version(options.engine_version.empty() ? "1.1.0" : options.engine_version, trtllm_versions()).text;
+      parse_version(options.engine_version.empty() ? "1.1.0" : options.engine_version, trtllm_versions())
+          .text;
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   const std::uint32_t tokens_per_block = options.block_size.value_or(32);  // KvCacheConfig default
   if (tokens_per_block == 0) throw InputError("--tokens-per-block", "is 0; allowed: >= 1");
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)
-    result.notes.push_back("recurrent layers: their state is held outside the paged KV pool (not sized here)");
+    result.notes.push_back(
+        "recurrent layers: their state is held outside the paged KV pool (not sized here)");
 
   const std::uint32_t stage = heaviest_stage(model, types, options);
   const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
@@ -64,24 +67,28 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
   result.kv.batch = options.batch;
   result.kv.blocks_per_sequence = ceil_div(context, tokens_per_block);
   const std::uint64_t block_bytes = checked_mul(tokens_per_block, per_token, "block bytes");
-  result.kv.bytes_per_sequence = checked_mul(result.kv.blocks_per_sequence, block_bytes, "kv bytes per sequence");
+  result.kv.bytes_per_sequence =
+      checked_mul(result.kv.blocks_per_sequence, block_bytes, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
   result.weights = weights_for(model, options, result);
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;
 
-  const double fraction = options.free_gpu_memory_fraction
-                              ? check_fraction(*options.free_gpu_memory_fraction, "--free-gpu-memory-fraction")
-                              : 0.9;
+  const double fraction = options.free_gpu_memory_fraction ? check_fraction(*options.free_gpu_memory_fraction,
+                                                                            "--free-gpu-memory-fraction")
+                                                           : 0.9;
   result.assumptions.push_back({"free_gpu_memory_fraction", fixed2(fraction),
                                 options.free_gpu_memory_fraction ? "given" : "KvCacheConfig default 0.9"});
   // Activations of the warm-up at max_num_tokens (default 8192): the same MLP + hidden
   // estimate as overheads.md; plus the CUDA context and runtime buffers.
-  const double T = options.max_num_batched_tokens ? static_cast<double>(*options.max_num_batched_tokens) : 8192.0;
-  std::uint64_t act = static_cast<std::uint64_t>(
-      T * (3.0 * static_cast<double>(model.intermediate_size) / options.tp + 4.0 * static_cast<double>(model.hidden_size)) *
-      2.0);
+  const double T =
+      options.max_num_batched_tokens ? static_cast<double>(*options.max_num_batched_tokens) : 8192.0;
+  std::uint64_t act =
+      static_cast<std::uint64_t>(T *
+                                 (3.0 * static_cast<double>(model.intermediate_size) / options.tp +
+                                  4.0 * static_cast<double>(model.hidden_size)) *
+                                 2.0);
   std::string act_why = "max_num_tokens " + std::to_string(static_cast<std::uint64_t>(T)) +
                         " x (3I/TP + 4H) x 2 B (estimate, range 0.5x-2x)";
   if (options.activation_gib) {
@@ -113,20 +120,23 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const 
   cap.fits = cap.num_blocks >= pages && cap.num_blocks > 0;
   cap.largest_max_model_len = cap.kv_tokens;
   cap.limiting_rank = stage * options.tp;
-  result.engine_log.push_back("[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: "
-                              "total: " + fixed2(to_gib(*total)) + " GiB, available: " + fixed2(to_gib(free_after)) +
-                              " GiB");
+  result.engine_log.push_back(
+      "[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: "
+      "total: " +
+      fixed2(to_gib(*total)) + " GiB, available: " + fixed2(to_gib(free_after)) + " GiB");
   result.engine_log.push_back("[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: " +
                               std::to_string(cap.num_blocks));
-  result.engine_log.push_back("[TensorRT-LLM][INFO] Max KV cache pages per sequence: " + std::to_string(pages));
-  result.engine_log.push_back("[TensorRT-LLM][INFO] Number of tokens per block: " + std::to_string(tokens_per_block) +
-                              ".");
-  result.engine_log.push_back("[TensorRT-LLM][INFO] [MemUsageChange] Allocated " +
-                              fixed2(to_gib(cap.num_blocks * block_bytes)) +
-                              " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) + ").");
+  result.engine_log.push_back("[TensorRT-LLM][INFO] Max KV cache pages per sequence: " +
+                              std::to_string(pages));
+  result.engine_log.push_back(
+      "[TensorRT-LLM][INFO] Number of tokens per block: " + std::to_string(tokens_per_block) + ".");
+  result.engine_log.push_back(
+      "[TensorRT-LLM][INFO] [MemUsageChange] Allocated " + fixed2(to_gib(cap.num_blocks * block_bytes)) +
+      " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) + ").");
   if (!cap.fits)
-    result.warnings.push_back("max_seq_len " + std::to_string(max_seq_len) + " does not fit: the pool holds " +
-                              std::to_string(cap.kv_tokens) + " tokens; TensorRT-LLM lowers max_seq_len / the "
+    result.warnings.push_back("max_seq_len " + std::to_string(max_seq_len) +
+                              " does not fit: the pool holds " + std::to_string(cap.kv_tokens) +
+                              " tokens; TensorRT-LLM lowers max_seq_len / the "
                               "attention window to fit");
   result.capacity = cap;
   return result;

@@ -33,9 +33,9 @@ using namespace engine_detail;
 
 // Versions whose behaviour differs somewhere in this file (the boundaries used below).
 const std::vector<std::string>& vllm_versions() {
-  static const std::vector<std::string> versions = {"0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2",
-                                                    "0.12.0", "0.19.0", "0.20.0", "0.21.0", "0.23.1", "0.27.1",
-                                                    "0.28.0"};
+  static const std::vector<std::string> versions = {"0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2",
+                                                    "0.11.2", "0.12.0", "0.19.0", "0.20.0", "0.21.0",
+                                                    "0.23.1", "0.27.1", "0.28.0"};
   return versions;
 }
 constexpr const char* kNewestVllm = "0.28.0";
@@ -67,7 +67,8 @@ struct Layout {
 
 // KV per request of one group's spec at length `len`, in pages
 // (kv_cache_interface.py max_memory_usage_bytes / page_size_bytes).
-std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint64_t max_batched, bool align_mode) {
+std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint64_t max_batched,
+                                bool align_mode) {
   switch (s.kind) {
     case SpecKind::full:
     case SpecKind::mla:
@@ -93,11 +94,16 @@ std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint
 
 std::string_view spec_name(SpecKind kind) {
   switch (kind) {
-    case SpecKind::full: return "full attention";
-    case SpecKind::sliding: return "sliding window";
-    case SpecKind::chunked: return "chunked local";
-    case SpecKind::mla: return "MLA";
-    case SpecKind::mamba: return "recurrent state";
+    case SpecKind::full:
+      return "full attention";
+    case SpecKind::sliding:
+      return "sliding window";
+    case SpecKind::chunked:
+      return "chunked local";
+    case SpecKind::mla:
+      return "MLA";
+    case SpecKind::mamba:
+      return "recurrent state";
   }
   return "";
 }
@@ -124,19 +130,30 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
   std::vector<std::pair<std::uint32_t, CacheSpec>> specs;
   const std::uint64_t state_page =
       has_recurrent(model) ? recurrent_state_bytes(*model.recurrent, options.tp).total() : 0;
-  const std::uint64_t attn_page_max = checked_mul(attn_block, attn_bytes_per_token_max(model, types, options.tp),
-                                                  "attention page");
+  const std::uint64_t attn_page_max =
+      checked_mul(attn_block, attn_bytes_per_token_max(model, types, options.tp), "attention page");
   for (std::uint32_t i = 0; i < model.num_layers(); ++i) {
     const LayerSpec& l = model.layers[i];
     CacheSpec s;
     switch (l.kind) {
-      case LayerKind::full_attention: s.kind = SpecKind::full; break;
-      case LayerKind::sliding_window: s.kind = SpecKind::sliding; break;
-      case LayerKind::chunked_local: s.kind = SpecKind::chunked; break;
-      case LayerKind::mla: s.kind = SpecKind::mla; break;
-      case LayerKind::recurrent: s.kind = SpecKind::mamba; break;
+      case LayerKind::full_attention:
+        s.kind = SpecKind::full;
+        break;
+      case LayerKind::sliding_window:
+        s.kind = SpecKind::sliding;
+        break;
+      case LayerKind::chunked_local:
+        s.kind = SpecKind::chunked;
+        break;
+      case LayerKind::mla:
+        s.kind = SpecKind::mla;
+        break;
+      case LayerKind::recurrent:
+        s.kind = SpecKind::mamba;
+        break;
       case LayerKind::shared_kv:  // reads another layer's cache: no spec (Gemma 3n)
-      case LayerKind::none: continue;
+      case LayerKind::none:
+        continue;
     }
     if (s.kind == SpecKind::mamba) {
       if (state_page == 0) continue;
@@ -147,7 +164,8 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
       s.bytes_per_token = layer_kv_bytes_per_token(l, types, options.tp);
       s.window = (s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) ? l.window : 0;
       if ((s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) && s.window == 0)
-        throw InputError("layers[" + std::to_string(i) + "].window", "a sliding/chunked layer needs a window > 0");
+        throw InputError("layers[" + std::to_string(i) + "].window",
+                         "a sliding/chunked layer needs a window > 0");
       s.block_size = attn_block;
       s.page_bytes = checked_mul(attn_block, s.bytes_per_token, "page bytes");
     }
@@ -158,14 +176,15 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
   if (specs.empty()) return out;
 
   // 1. Every layer the same spec: one group (_get_kv_cache_groups_uniform_spec).
-  const bool uniform_spec =
-      std::all_of(specs.begin(), specs.end(), [&](const auto& p) { return p.second == specs.front().second; });
+  const bool uniform_spec = std::all_of(specs.begin(), specs.end(),
+                                        [&](const auto& p) { return p.second == specs.front().second; });
   // 2. Same kind, window and block size but different per-token bytes: one group
   //    (UniformTypeKVCacheSpecs: every layer needs the same number of token slots).
   const bool uniform_type = std::all_of(specs.begin(), specs.end(), [&](const auto& p) {
     const CacheSpec& a = p.second;
     const CacheSpec& b = specs.front().second;
-    return a.kind == b.kind && a.kind != SpecKind::mamba && a.window == b.window && a.block_size == b.block_size;
+    return a.kind == b.kind && a.kind != SpecKind::mamba && a.window == b.window &&
+           a.block_size == b.block_size;
   });
   if (uniform_spec || uniform_type) {
     Group g{specs.front().second, {}};
@@ -195,15 +214,18 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
   std::vector<std::pair<CacheSpec, std::vector<std::uint32_t>>> buckets;
   for (const auto& [index, s] : specs) {
     auto it = std::find_if(buckets.begin(), buckets.end(), [&](const auto& b) { return b.first == s; });
-    if (it == buckets.end()) buckets.push_back({s, {index}});
-    else it->second.push_back(index);
+    if (it == buckets.end())
+      buckets.push_back({s, {index}});
+    else
+      it->second.push_back(index);
   }
   std::size_t min_n = buckets.front().second.size(), max_n = min_n;
   for (const auto& b : buckets) {
     min_n = std::min(min_n, b.second.size());
     max_n = std::max(max_n, b.second.size());
   }
-  const std::size_t group_size = (static_cast<double>(max_n) < 1.5 * static_cast<double>(min_n)) ? max_n : min_n;
+  const std::size_t group_size =
+      (static_cast<double>(max_n) < 1.5 * static_cast<double>(min_n)) ? max_n : min_n;
   out.group_size = static_cast<std::uint32_t>(group_size);
   for (const auto& [spec, layers] : buckets) {
     const std::size_t num_groups = ceil_div(layers.size(), group_size);
@@ -235,10 +257,12 @@ std::uint64_t bytes_per_block(const Layout& layout, const std::vector<std::uint3
     for (std::uint32_t i : g.layers) n += on_stage[i] ? 1 : 0;
     most = std::max(most, n);
   }
-  return layout.groups.empty() ? 0 : checked_mul(most, layout.groups.front().spec.page_bytes, "bytes per block");
+  return layout.groups.empty() ? 0
+                               : checked_mul(most, layout.groups.front().spec.page_bytes, "bytes per block");
 }
 
-std::uint64_t pages_for_request(const Layout& layout, std::uint64_t len, std::uint64_t max_batched, bool align) {
+std::uint64_t pages_for_request(const Layout& layout, std::uint64_t len, std::uint64_t max_batched,
+                                bool align) {
   std::uint64_t pages = 0;
   for (const Group& g : layout.groups)
     pages = checked_add(pages, pages_per_request(g.spec, len, max_batched, align), "pages per request");
@@ -246,7 +270,8 @@ std::uint64_t pages_for_request(const Layout& layout, std::uint64_t len, std::ui
 }
 
 std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
 
@@ -262,13 +287,14 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "vllm";
-  const Version version = parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
-                                        vllm_versions());
+  const Version version =
+      parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version, vllm_versions());
   result.engine_version = version.text;
   const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
   if (v0)
-    result.notes.push_back("vLLM " + version.text +
-                           " runs the V0 engine: log lines follow V0 (worker.py / executor); KV grouping follows V1");
+    result.notes.push_back(
+        "vLLM " + version.text +
+        " runs the V0 engine: log lines follow V0 (worker.py / executor); KV grouping follows V1");
 
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   const std::uint32_t block = vllm_block_size(model, options);
@@ -291,7 +317,8 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     throw InputError("--max-model-len", "the model config gives no max_position_embeddings; pass a length");
   if (max_model_len > derived && derived > 0)
     result.warnings.push_back("max_model_len " + std::to_string(max_model_len) + " exceeds the derived " +
-                              std::to_string(derived) + ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+                              std::to_string(derived) +
+                              ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
   if (model.rope_scaling.present() && derived != model.max_position_embeddings)
     result.notes.push_back("derived max_model_len " + std::to_string(derived) + " includes rope_scaling (" +
                            model.rope_scaling.type + ", factor " + fixed2(model.rope_scaling.factor) + ")");
@@ -312,10 +339,12 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     max_batched = options.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
     max_seqs = big_gpu ? 1024 : 256;
     sched_why = std::string(big_gpu ? ">= 70 GiB and not an A100" : "< 70 GiB or an A100") + ", " +
-                (options.api_server ? "API server" : "offline LLM class") + " (arg_utils.py get_batch_defaults)";
+                (options.api_server ? "API server" : "offline LLM class") +
+                " (arg_utils.py get_batch_defaults)";
   }
   if (options.max_num_batched_tokens) {
-    if (*options.max_num_batched_tokens == 0) throw InputError("--max-num-batched-tokens", "is 0; allowed: >= 1");
+    if (*options.max_num_batched_tokens == 0)
+      throw InputError("--max-num-batched-tokens", "is 0; allowed: >= 1");
     max_batched = *options.max_num_batched_tokens;
     sched_why = "given";
   }
@@ -335,11 +364,12 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
                                   "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
                                   "forces 128 (vllm/platforms/cuda.py)"});
   } else {
-    const bool raised = has_recurrent(model) && model.attention_layer_count() > 0 &&
-                        block != options.block_size.value_or(16);
+    const bool raised =
+        has_recurrent(model) && model.attention_layer_count() > 0 && block != options.block_size.value_or(16);
     result.assumptions.push_back(
         {"block size", std::to_string(block),
-         raised ? "raised so an attention page covers the recurrent state page (HybridAttentionMambaModelConfig)"
+         raised
+             ? "raised so an attention page covers the recurrent state page (HybridAttentionMambaModelConfig)"
          : options.block_size ? "--block-size"
                               : "16, vLLM's CUDA default (cache.py)"});
   }
@@ -348,14 +378,15 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   if (hybrid) {
     const std::uint64_t state = recurrent_state_bytes(*model.recurrent, options.tp).total();
     const std::uint64_t per_tok = attn_bytes_per_token_max(model, types, options.tp);
-    result.notes.push_back("hybrid model: recurrent state page " + std::to_string(state) + " B per layer per rank; " +
-                           "attention " + std::to_string(per_tok) + " B per token per layer -> block size " +
-                           std::to_string(block) + " (page " + std::to_string(block * per_tok) +
-                           " B; the state page is padded to it)");
+    result.notes.push_back("hybrid model: recurrent state page " + std::to_string(state) +
+                           " B per layer per rank; " + "attention " + std::to_string(per_tok) +
+                           " B per token per layer -> block size " + std::to_string(block) + " (page " +
+                           std::to_string(block * per_tok) + " B; the state page is padded to it)");
     if (align_mode)
-      result.assumptions.push_back({"prefix caching with Mamba", "align mode, 2 state pages per request",
-                                    "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
-                                    "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
+      result.assumptions.push_back(
+          {"prefix caching with Mamba", "align mode, 2 state pages per request",
+           "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
+           "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
   }
 
   // Grouping (global over all layers, as vLLM merges every worker's specs).
@@ -381,7 +412,8 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     }
   if (model.num_attention_heads > 0 && model.num_attention_heads % options.tp != 0)
     result.warnings.push_back("vLLM refuses to start: tensor parallel size " + std::to_string(options.tp) +
-                              " does not divide " + std::to_string(model.num_attention_heads) + " attention heads");
+                              " does not divide " + std::to_string(model.num_attention_heads) +
+                              " attention heads");
 
   // Per stage figures; the reported figures are the stage needing the most KV.
   struct Stage {
@@ -424,16 +456,17 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   if (options.kv_cache_memory_bytes) {
     // --kv-cache-memory-bytes skips the profiling arithmetic (gpu_worker.py).
     available = *options.kv_cache_memory_bytes;
-    result.assumptions.push_back({"KV cache memory", gib2(available) + " (" + std::to_string(available) + " B)",
-                                  "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
+    result.assumptions.push_back(
+        {"KV cache memory", gib2(available) + " (" + std::to_string(available) + " B)",
+         "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
     if (!version.at_least(0, 11))
       result.notes.push_back("--kv-cache-memory-bytes appeared in vLLM 0.11; applied here as the KV budget");
     if (total)
       cap.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total) * util));
   } else {
-    result.assumptions.push_back({"gpu_memory_utilization", fixed2(util),
-                                  options.gpu_memory_utilization ? "given"
-                                                                 : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
+    result.assumptions.push_back(
+        {"gpu_memory_utilization", fixed2(util),
+         options.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
     cap.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total) * util));
     // Runtime overhead estimate (overheads.md "An estimate that fits published logs").
     const double T = static_cast<double>(max_batched);
@@ -454,19 +487,21 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     }
     // Dummy sampler over min(S, T) rows of full-vocabulary logits: about 38 B per element
     // on the PyTorch sort path (10 with the FlashInfer sampler).
-    const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
-                        static_cast<double>(model.vocab_size) * 38.0;
+    const double samp =
+        static_cast<double>(std::min(max_seqs, max_batched)) * static_cast<double>(model.vocab_size) * 38.0;
     std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
     std::string act_why = "max(forward " + fixed2(fwd / kGiB) + " GiB = T x (3I/TP + 4H) x 2 B" +
                           std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
-                          fixed2(samp / kGiB) + " GiB = min(S,T) x V x 38 B) + 0.15 GiB; sampler range 10-38 B";
+                          fixed2(samp / kGiB) +
+                          " GiB = min(S,T) x V x 38 B) + 0.15 GiB; sampler range 10-38 B";
     if (options.activation_gib) {
       act = gib_to_bytes(*options.activation_gib, "--activation-gib");
       act_why = "given";
     }
     std::uint64_t nt = static_cast<std::uint64_t>((options.tp == 1 ? 0.1 : 0.25) * kGiB);
-    std::string nt_why = options.tp == 1 ? "0.1 GiB at TP 1 (range 0.05-0.2)"
-                                         : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
+    std::string nt_why = options.tp == 1
+                             ? "0.1 GiB at TP 1 (range 0.05-0.2)"
+                             : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
     if (options.tp > 1 && version.major == 0 && version.minor == 10) {
       nt = static_cast<std::uint64_t>(1.4 * kGiB);
       nt_why = "1.4 GiB: 0.10.x counts NCCL / custom all-reduce buffers inside the budget (range 1.0-1.7)";
@@ -477,12 +512,14 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     }
     std::uint64_t graphs = 0;
     std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
-    if (options.enforce_eager) graph_why = "none: --enforce-eager";
+    if (options.enforce_eager)
+      graph_why = "none: --enforce-eager";
     else if (version.at_least(0, 21)) {
       const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
       graphs = static_cast<std::uint64_t>((large ? 2.0 : 0.4) * kGiB);
-      graph_why = large ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
-                        : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
+      graph_why =
+          large ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
+                : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
     }
     if (options.cuda_graph_gib) {
       graphs = gib_to_bytes(*options.cuda_graph_gib, "--cuda-graph-gib");
@@ -492,12 +529,13 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     result.assumptions.push_back({"non-torch memory", gib2(nt), nt_why});
     result.assumptions.push_back({"CUDA graph memory", gib2(graphs), graph_why});
     cap.overhead_bytes = act + nt + graphs;
-    const std::uint64_t used = checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
+    const std::uint64_t used =
+        checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
     if (used >= cap.requested_bytes) {
       available = 0;
       result.warnings.push_back("No available memory for the cache blocks: weights " +
-                                gib2(result.weights.bytes_per_rank) + " + overheads " + gib2(cap.overhead_bytes) +
-                                " >= requested " + gib2(cap.requested_bytes) +
+                                gib2(result.weights.bytes_per_rank) + " + overheads " +
+                                gib2(cap.overhead_bytes) + " >= requested " + gib2(cap.requested_bytes) +
                                 ". Try increasing `gpu_memory_utilization`");
     } else {
       available = cap.requested_bytes - used;
@@ -527,8 +565,8 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   auto fits = [&](std::uint64_t len) {
     for (const Stage& st : stages) {
       if (st.block_bytes == 0) continue;
-      const std::uint64_t need = checked_mul(pages_for_request(layout, len, max_batched, align_mode), st.block_bytes,
-                                             "kv bytes needed");
+      const std::uint64_t need = checked_mul(pages_for_request(layout, len, max_batched, align_mode),
+                                             st.block_bytes, "kv bytes needed");
       std::uint64_t room = available;
       if (reserve_null) {
         const std::uint64_t blocks = available / st.block_bytes;
@@ -559,11 +597,12 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   cap.largest_max_model_len = largest;
   if (auto_fit) {
     if (largest == 0)
-      result.warnings.push_back("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a "
-                                "single token. Try increasing `gpu_memory_utilization`.");
+      result.warnings.push_back(
+          "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a "
+          "single token. Try increasing `gpu_memory_utilization`.");
     else if (largest < max_model_len) {
-      result.engine_log.push_back("Auto-fit max_model_len: reduced from " + std::to_string(max_model_len) + " to " +
-                                  std::to_string(largest) + " to fit in available GPU memory (" +
+      result.engine_log.push_back("Auto-fit max_model_len: reduced from " + std::to_string(max_model_len) +
+                                  " to " + std::to_string(largest) + " to fit in available GPU memory (" +
                                   fixed2(to_gib(available)) + " GiB available for KV cache)");
       max_model_len = largest;
     } else {
@@ -576,19 +615,22 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   const std::uint64_t req_pages = pages_for_request(layout, max_model_len, max_batched, align_mode);
   std::uint32_t min_block = block;
   for (const Group& g : layout.groups)
-    if (g.spec.block_size > 0) min_block = std::min<std::uint32_t>(min_block, static_cast<std::uint32_t>(g.spec.block_size));
+    if (g.spec.block_size > 0)
+      min_block = std::min<std::uint32_t>(min_block, static_cast<std::uint32_t>(g.spec.block_size));
 
   if (v0) {
     // V0 executor: concurrency = num_gpu_blocks x block_size / max_model_len.
     cap.max_concurrency = static_cast<double>(cap.num_blocks) * block / static_cast<double>(max_model_len);
     cap.kv_tokens = cap.num_blocks * block;
   } else {
-    cap.max_concurrency = req_pages > 0 ? static_cast<double>(cap.num_blocks) / static_cast<double>(req_pages) : 0.0;
+    cap.max_concurrency =
+        req_pages > 0 ? static_cast<double>(cap.num_blocks) / static_cast<double>(req_pages) : 0.0;
     if (version.at_least(0, 20)) {
       // PR #40694 (after issue #40691 on 0.19.0): tokens = max_concurrency x max_model_len.
       cap.kv_tokens = static_cast<std::uint64_t>(cap.max_concurrency * static_cast<double>(max_model_len));
     } else if (layout.groups.size() <= 1) {
-      cap.kv_tokens = cap.num_blocks * (layout.groups.empty() ? block : layout.groups.front().spec.block_size);
+      cap.kv_tokens =
+          cap.num_blocks * (layout.groups.empty() ? block : layout.groups.front().spec.block_size);
     } else {
       // num_blocks // len(kv_cache_groups) x min block size (0.9 - 0.19).
       cap.kv_tokens = cap.num_blocks / layout.groups.size() * min_block;
@@ -597,9 +639,9 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
 
   // The engine's own log lines.
   if (v0) {
-    result.engine_log.push_back("Memory profiling results: total_gpu_memory=" + fixed2(total_gib) + "GiB ... " +
-                                "kv_cache_size=" + fixed2(to_gib(available)) + "GiB gpu_memory_utilization=" +
-                                fixed2(util));
+    result.engine_log.push_back("Memory profiling results: total_gpu_memory=" + fixed2(total_gib) +
+                                "GiB ... " + "kv_cache_size=" + fixed2(to_gib(available)) +
+                                "GiB gpu_memory_utilization=" + fixed2(util));
     // CPU blocks: swap_space 4 GiB // cache block bytes (V0 CacheEngine.get_cache_block_size).
     const std::uint64_t cpu_blocks = cap.page_bytes > 0 ? (4 * kGiBBytes) / cap.page_bytes : 0;
     result.engine_log.push_back("# GPU blocks: " + std::to_string(cap.num_blocks) +
@@ -607,15 +649,18 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     result.engine_log.push_back("Maximum concurrency for " + std::to_string(max_model_len) +
                                 " tokens per request: " + fixed2(cap.max_concurrency) + "x");
     if (!cap.fits)
-      result.engine_log.push_back("The model's max seq len (" + std::to_string(max_model_len) +
-                                  ") is larger than the maximum number of tokens that can be stored in KV cache (" +
-                                  std::to_string(cap.kv_tokens) + "). Try increasing `gpu_memory_utilization` or "
-                                  "decreasing `max_model_len` when initializing the engine.");
+      result.engine_log.push_back(
+          "The model's max seq len (" + std::to_string(max_model_len) +
+          ") is larger than the maximum number of tokens that can be stored in KV cache (" +
+          std::to_string(cap.kv_tokens) +
+          "). Try increasing `gpu_memory_utilization` or "
+          "decreasing `max_model_len` when initializing the engine.");
   } else {
     if (options.kv_cache_memory_bytes)
-      result.engine_log.push_back("Initial free memory ... GiB, reserved " + fixed2(to_gib(available)) +
-                                  " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
-                                  "memory profiling.");
+      result.engine_log.push_back(
+          "Initial free memory ... GiB, reserved " + fixed2(to_gib(available)) +
+          " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
+          "memory profiling.");
     else
       result.engine_log.push_back("Available KV cache memory: " + fixed2(to_gib(available)) + " GiB");
     if (cap.fits) {
@@ -625,13 +670,16 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     } else {
       const std::uint64_t need = checked_mul(req_pages, cap.page_bytes, "kv bytes needed");
       result.engine_log.push_back(
-          "ValueError: To serve at least one request with the model's max seq len (" + std::to_string(max_model_len) +
-          "), (" + fixed2(to_gib(need)) + " GiB KV cache is needed, which is larger than the available KV cache "
-          "memory (" + fixed2(to_gib(available)) + " GiB). " +
+          "ValueError: To serve at least one request with the model's max seq len (" +
+          std::to_string(max_model_len) + "), (" + fixed2(to_gib(need)) +
+          " GiB KV cache is needed, which is larger than the available KV cache "
+          "memory (" +
+          fixed2(to_gib(available)) + " GiB). " +
           (largest > 0 ? "Based on the available memory, the estimated maximum model length is " +
                              std::to_string(largest) + ". "
                        : std::string()) +
-          "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.");
+          "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+          "engine.");
     }
   }
   if (!cap.fits)
