@@ -518,6 +518,15 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   }
   result.notes.push_back("max_seq_len is the batch's longest sequence at run time; evaluated here at " +
                          std::to_string(max_seq_len) + " (--max-model-len, else the model's maximum)");
+  if (engine == "vllm" && gpu.family.rfind("gfx", 0) == 0) {
+    // vllm/v1/attention/backends/rocm_attn.py as stored from main (2026, release not
+    // identified): decode goes through unified_attention (3D split-KV when num_seqs <=
+    // 128 / kv_heads) and the native kernel only up to 2048 tokens with GQA > 4.
+    result.notes.push_back(
+        "vLLM main after 0.27.1 (rocm_attn.py content-packed cache, release not identified) sends ROCM_ATTN decode "
+        "through Triton unified attention (3D split-KV for num_seqs <= 128 / kv_heads) instead of "
+        "chunked_prefill_paged_decode; if your build has that, the ROCm fallback above does not apply");
+  }
   if (engine == "vllm" && (gpu.family == "gfx11" || gpu.family == "gfx12")) {
     result.notes.push_back(
         "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel 2-6x "
