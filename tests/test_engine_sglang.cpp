@@ -86,6 +86,44 @@ TEST(Sglang, OlderReleasesKeyTheFractionOnTp) {
   EXPECT_THROW(make_engine("sglang")->plan(llama31_8b(), nullptr, o), InputError);
 }
 
+TEST(Sglang, HybridCarvesTheStatePoolFirst) {
+  // 8 layers: 2 full attention (4 KV heads x 256) + 6 gated delta-net (bf16 conv, fp32 ssm):
+  // state per layer = 10240 x 3 x 2 + 48 x 128 x 128 x 4 = 3,207,168 B; 6 layers = 19,243,008 B.
+  ModelSpec m = llama31_8b();
+  RecurrentSpec rs;
+  rs.kind = RecurrentKind::gated_delta_net;
+  rs.d_conv = 4;
+  rs.key_head_dim = 128;
+  rs.num_key_heads = 16;
+  rs.value_head_dim = 128;
+  rs.num_value_heads = 48;
+  rs.conv_dtype = "bf16";
+  rs.ssm_dtype = "fp32";
+  m.recurrent = rs;
+  m.layers.clear();
+  for (int i = 0; i < 8; ++i) {
+    LayerSpec l;
+    l.kind = i % 4 == 3 ? LayerKind::full_attention : LayerKind::recurrent;
+    l.kv_heads = 4;
+    l.head_dim_k = l.head_dim_v = 256;
+    m.layers.push_back(l);
+  }
+  const double state = 6.0 * 3207168.0;
+  EngineOptions o;
+  o.gpu_memory_bytes = 80 * kGiB;
+  o.weights_gib = 15.0;
+  o.non_torch_gib = 0.5;
+  o.mem_fraction_static = 0.875;  // rest = 54.5625 GiB as in the test above
+  const double rest = 54.5625 * static_cast<double>(kGiB);
+  const auto slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / state);
+  const auto kv = static_cast<std::uint64_t>(rest - static_cast<double>(slots) * state);
+  const PlanResult r = make_engine("sglang")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->available_kv_bytes, kv);
+  // cell = 2 layers x 4 heads x 512 x 2 B = 8,192 B
+  EXPECT_EQ(r.capacity->kv_tokens, kv / 8192);
+}
+
 TEST(Sglang, MlaCellIsTheLatent) {
   // DeepSeek-V3: (512 + 64) x 61 layers x 2 B = 70,272 B per token, the same on every TP rank.
   ModelSpec m = llama31_8b();

@@ -142,16 +142,24 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   cap.requested_bytes = static_cast<std::uint64_t>(free_start * fraction);
   cap.overhead_bytes = context_bytes;
 
-  // Hybrid models: the recurrent state pool is carved first, one slot per running request.
+  // Hybrid models: the recurrent state pool is carved first
+  // (model_runner_kv_cache_mixin.py): mamba_budget = rest x r / (1 + r) with
+  // mamba_full_memory_ratio r = 0.9; max_mamba_cache_size = mamba_budget // per-request state
+  // (--max-mamba-cache-size, here --max-num-seqs, overrides); the attention pool gets the rest.
   double rest_kv = rest;
-  if (tf.state_bytes_per_sequence > 0 && cell > 0) {
-    const std::uint64_t slots = options.max_num_seqs.value_or(256);
-    const double carve = static_cast<double>(slots) * static_cast<double>(tf.state_bytes_per_sequence);
+  if (tf.state_bytes_per_sequence > 0 && cell > 0 && rest > 0) {
+    const double per_req = static_cast<double>(tf.state_bytes_per_sequence);
+    std::uint64_t slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / per_req);
+    std::string slot_why = "rest x 0.9 / 1.9 // state per request (mamba_full_memory_ratio 0.9)";
+    if (options.max_num_seqs) {
+      slots = *options.max_num_seqs;
+      slot_why = "--max-num-seqs as --max-mamba-cache-size";
+    }
+    const double carve = static_cast<double>(slots) * per_req;
     rest_kv -= carve;
-    result.assumptions.push_back({"recurrent state pool", gib2(static_cast<std::uint64_t>(carve)),
-                                  std::to_string(slots) + " slots x " +
-                                      std::to_string(tf.state_bytes_per_sequence) +
-                                      " B (--max-running-requests / --max-mamba-cache-size; 256 assumed)"});
+    result.assumptions.push_back(
+        {"recurrent state pool", std::to_string(slots) + " slots, " + gib2(static_cast<std::uint64_t>(carve)),
+         slot_why});
   }
   cap.available_kv_bytes = rest_kv > 0 ? static_cast<std::uint64_t>(rest_kv) : 0;
   std::uint64_t tokens = cell > 0 ? cap.available_kv_bytes / cell : 0;
