@@ -69,8 +69,17 @@ std::string pct(double predicted, double published) {
   return (predicted >= published ? "+" : "") + fixed((predicted - published) / published * 100.0, 1) + "%";
 }
 
-nlohmann::json point_json(const DecodePoint& p) {
+// DESIGN.md: cliff JSON points carry {context, time_us, bytes, gbps} like the probes:
+// time_us is one attention call of the primary layers, bytes the K/V it reads.
+nlohmann::json point_json(const DecodePoint& p, const DecodeScenario& scenario) {
+  const DecodeLayerGroup& group = scenario.groups.front();
+  const std::uint64_t context = group.window > 0 ? std::min(p.context, group.window) : p.context;
+  const double bytes = static_cast<double>(context) * group.bytes_per_token_per_program *
+                       static_cast<double>(scenario.batch * group.kv_heads_per_rank);
   return {{"context", p.context},
+          {"time_us", p.attention_us_per_call},
+          {"bytes", static_cast<std::uint64_t>(bytes)},
+          {"gbps", p.attention_us_per_call > 0 ? bytes / p.attention_us_per_call / 1000.0 : 0.0},
           {"ms_per_token", p.ms_per_token},
           {"tok_s", p.tok_s},
           {"attention_us_per_call", p.attention_us_per_call},
@@ -265,7 +274,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   if (state.format() == Format::json) {
     nlohmann::json points = nlohmann::json::array(), split_points = nlohmann::json::array();
     for (const DecodePoint& p : curve.points) {
-      nlohmann::json j = point_json(p);
+      nlohmann::json j = point_json(p, scenario);
       if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
         j["published_ms_per_token"] = pub->ms_per_token;
         j["published_tok_s"] = pub->tok_s;
@@ -273,7 +282,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
       points.push_back(j);
     }
     for (const DecodePoint& p : split_curve.points) {
-      nlohmann::json j = point_json(p);
+      nlohmann::json j = point_json(p, scenario);
       if (const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context)) {
         j["published_ms_per_token"] = pub->ms_per_token;
       }

@@ -40,6 +40,9 @@ TEST(Cliff, Vllm50264PredictedWithinFivePercent) {
     EXPECT_LT(std::fabs(ms - published[i]) / published[i], 0.05) << contexts[i] << ": " << ms;
     EXPECT_NEAR(points[i].at("attention_us_per_call").get<double>(), call_us(contexts[i]), 1e-6);
     EXPECT_NEAR(points[i].at("tok_s").get<double>(), 1000.0 / step_ms(contexts[i]), 1e-6);
+    // One call reads c tokens x 2 KV heads x (256 + 256) x 2 B.
+    EXPECT_EQ(points[i].at("bytes").get<std::uint64_t>(), static_cast<std::uint64_t>(contexts[i]) * 2 * 1024);
+    EXPECT_NEAR(points[i].at("gbps").get<double>(), contexts[i] * 2048.0 / call_us(contexts[i]) / 1000.0, 1e-9);
   }
   // 32084: 79.287 + 16 x (42.518 + 0.306784 x 32084) / 1000 = 237.45 ms (published 235.29).
   EXPECT_NEAR(points[3].at("ms_per_token").get<double>(), 237.45, 0.01);
