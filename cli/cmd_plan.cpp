@@ -209,6 +209,8 @@ void run_plan(PlanArgs args, CliState& state) {
     const ModelSpec model = resolve_model(models[0]);
     const GpuSpec* gpu = gpus.empty() ? nullptr : &find_gpu(gpus[0]);
     PlanResult result = engine->plan(model, gpu, args.engine);
+    // What the config reader had to assume belongs next to the figures it affects.
+    result.notes.insert(result.notes.begin(), model.notes.begin(), model.notes.end());
     if (!args.no_warnings) add_cliff_warning(model, gpu, args.engine, result);
     if (format == Format::json) emit(state, render_json(to_json(model, gpu, result, args.engine)));
     else emit(state, render_report(to_report(model, gpu, result, args.engine), format));
@@ -279,8 +281,9 @@ void add_plan_command(CLI::App& app, CliState& state) {
   cmd->add_option("--engine,-e", e.engine, "Engine whose budget rules apply: vllm, sglang, trtllm, llamacpp")
       ->default_str("vllm");
   cmd->add_option("--engine-version", e.engine_version, "Engine version whose defaults and log lines to use (default: newest known)");
-  cmd->add_option("--context,-c", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)");
-  cmd->add_option("--batch,-b", e.batch, "Sequences in the batch for kv.bytes_per_batch")->default_str("1");
+  cmd->add_option("--context,-c", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)")
+      ->check(CLI::NonNegativeNumber);  // CLI11 2.1 wraps -5 into a uint64_t (fuzz/bad-input finding)
+  cmd->add_option("--batch,-b", e.batch, "Sequences in the batch for kv.bytes_per_batch")->default_str("1")->check(CLI::NonNegativeNumber);
   cmd->add_option("--kv-cache-dtype", e.kv_cache_dtype,
                   "[vLLM, SGLang, TRT-LLM] KV dtype: auto (model dtype), bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, "
                   "fp8_ds_mla, fp8_per_token_head, int8, nvfp4, int4_g32, ...")
@@ -291,21 +294,24 @@ void add_plan_command(CLI::App& app, CliState& state) {
   cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
                   "[vLLM] fraction of total GPU memory vLLM may use (default 0.92; 0.90 through 0.11.x)");
   cmd->add_option("--max-model-len", e.max_model_len, "[vLLM] context length; -1 = the largest that fits (default: from config)");
-  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "[vLLM] tokens per scheduler step (default by GPU and version)");
-  cmd->add_option("--max-num-seqs", e.max_num_seqs, "[vLLM] sequences per step (default by GPU and version)");
-  cmd->add_option("--kv-cache-memory-bytes", e.kv_cache_memory_bytes, "[vLLM] KV cache size in bytes, skipping the memory profile");
+  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "[vLLM] tokens per scheduler step (default by GPU and version)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-num-seqs", e.max_num_seqs, "[vLLM] sequences per step (default by GPU and version)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-cache-memory-bytes", e.kv_cache_memory_bytes, "[vLLM] KV cache size in bytes, skipping the memory profile")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--enforce-eager", e.enforce_eager, "[vLLM] no CUDA graphs (no graph memory estimate)");
   cmd->add_flag("--enable-prefix-caching", e.enable_prefix_caching, "[vLLM] prefix caching (hybrid models keep one more state page)");
   cmd->add_flag("--offline", args->offline, "[vLLM] defaults of the offline LLM class instead of `vllm serve`");
   cmd->add_option("--mem-fraction-static", e.mem_fraction_static, "[SGLang] fraction for weights + KV pool");
   cmd->add_option("--free-gpu-memory-fraction", e.free_gpu_memory_fraction, "[TRT-LLM] fraction of free memory for KV (default 0.9)");
-  cmd->add_option("--ctx-size", e.ctx_size, "[llama.cpp] n_ctx, KV cells (default: the model's training context)");
+  cmd->add_option("--ctx-size", e.ctx_size, "[llama.cpp] n_ctx, KV cells (default: the model's training context)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parallel", e.parallel, "[llama.cpp] slots sharing n_ctx")->default_str("1");
   cmd->add_option("--cache-type-k", e.cache_type_k, "[llama.cpp] K cache type: f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl")
       ->default_str("f16");
   cmd->add_option("--cache-type-v", e.cache_type_v, "[llama.cpp] V cache type (same values)")->default_str("f16");
   cmd->add_flag("--swa-full", e.swa_full, "[llama.cpp] full-size cache for sliding-window layers");
-  cmd->add_option("--ubatch-size", e.ubatch_size, "[llama.cpp] n_ubatch")->default_str("512");
+  cmd->add_option("--ubatch-size", e.ubatch_size, "[llama.cpp] n_ubatch")->default_str("512")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--kv-unified", e.kv_unified, "[llama.cpp] one KV buffer shared by all slots");
   cmd->add_option("--activation-gib", e.activation_gib, "Override the activation-peak estimate (GiB)");
   cmd->add_option("--non-torch-gib", e.non_torch_gib, "Override the non-torch memory estimate (GiB)");
