@@ -564,6 +564,26 @@ TEST(VllmHybrid, Qwen35LogFromIssue40691) {
   EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(1487.0 / 45.0 * 32768.0));
 }
 
+TEST(VllmHybrid, PureMambaHasOneStatePagePerRequest) {
+  // Mamba2-style model, 4 recurrent layers only: the page is the state itself and a request
+  // needs one page per layer group, whatever its length.
+  ModelSpec m = qwen36_27b_shape();
+  m.layers.resize(4);
+  for (auto& l : m.layers) l.kind = LayerKind::recurrent;
+  // state at TP 1: 10240 x 3 x 2 + 48 x 128 x 128 x 4 = 3,207,168 B; one block id = 4 layers.
+  const std::uint64_t block_bytes = 4ull * 3207168;
+  EngineOptions o;
+  o.engine_version = "0.11.0";
+  o.max_model_len = 4096;
+  o.kv_cache_memory_bytes = 10 * block_bytes;
+  const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_EQ(r.capacity->page_bytes, block_bytes);
+  EXPECT_EQ(r.kv.blocks_per_sequence, 1u);
+  EXPECT_NEAR(r.capacity->max_concurrency, 10.0, 1e-12);
+  EXPECT_EQ(r.capacity->kv_tokens, 10u * 4096u);  // MambaSpec.block_size = max_model_len
+}
+
 // ---------------------------------------------------------------- TP / PP
 
 TEST(VllmParallel, KvHeadsReplicatedBeyondTheirCount) {

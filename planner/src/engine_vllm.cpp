@@ -629,8 +629,12 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
       // PR #40694 (after issue #40691 on 0.19.0): tokens = max_concurrency x max_model_len.
       cap.kv_tokens = static_cast<std::uint64_t>(cap.max_concurrency * static_cast<double>(max_model_len));
     } else if (layout.groups.size() <= 1) {
-      cap.kv_tokens =
-          cap.num_blocks * (layout.groups.empty() ? block : layout.groups.front().spec.block_size);
+      // A Mamba-only model's block holds a whole request: MambaSpec.block_size = max_model_len.
+      const std::uint64_t tokens_per_block = layout.groups.empty() ? block
+                                             : layout.groups.front().spec.kind == SpecKind::mamba
+                                                 ? max_model_len
+                                                 : layout.groups.front().spec.block_size;
+      cap.kv_tokens = checked_mul(cap.num_blocks, tokens_per_block, "kv tokens");
     } else {
       // num_blocks // len(kv_cache_groups) x min block size (0.9 - 0.19).
       cap.kv_tokens = cap.num_blocks / layout.groups.size() * min_block;
