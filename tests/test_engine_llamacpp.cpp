@@ -64,6 +64,14 @@ TEST(LlamaCpp, F16CacheAndItsLogLine) {
       << joined(r.engine_log);
 }
 
+TEST(LlamaCpp, DefaultContextIs4096AndZeroMeansTraining) {
+  // common.h default n_ctx 4096: 4096 cells x 131,072 B; --ctx-size 0: 131,072 cells.
+  EngineOptions o;
+  EXPECT_EQ(plan(llama31_8b(), o).kv.bytes_per_sequence, 4096u * 131072u);
+  o.ctx_size = 0;
+  EXPECT_EQ(plan(llama31_8b(), o).kv.bytes_per_sequence, 131072ull * 131072u);
+}
+
 TEST(LlamaCpp, Q8CacheUsesGgmlBlocks) {
   // q8_0: 34 B per 32 elements. K row 8 x 128 = 1024 elements = 32 blocks = 1,088 B; V the
   // same -> 2,176 B per layer per cell, x 32 layers = 69,632 B; x 8192 cells = 544 MiB.
@@ -228,6 +236,7 @@ TEST(LlamaCpp, CapacityAndTheLargestContext) {
   // 24 GiB device, weights 15 GiB, compute 0.5 + runtime 0.5 -> 8 GiB for KV.
   // ctx 131072 needs 131072 x 131,072 B = 16 GiB: no fit; the largest is 8 GiB / 131,072 B = 65,536.
   EngineOptions o;
+  o.ctx_size = 0;  // the training context, 131,072
   o.gpu_memory_bytes = 24 * kGiB;
   o.weights_gib = 15.0;
   o.activation_gib = 0.5;

@@ -227,15 +227,21 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
         "all figures are for the whole model");
   const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
 
-  // n_ctx: --ctx-size, 0 = the model's training context (llama-context.cpp: n_ctx_train).
+  // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
+  // Unset = 4096, the default of common/common.h (n_ctx) that llama-server and llama-cli
+  // use. formulas.md says the training context; the source says 4096, so 4096 it is
+  // (issue #18376 shows the default at build 7539; newer builds' --fit may lower it further).
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
-  std::uint64_t n_ctx = options.ctx_size.value_or(0);
-  if (n_ctx == 0) n_ctx = n_ctx_train;
+  std::uint64_t n_ctx = options.ctx_size.value_or(4096);
+  std::string ctx_why = "given";
+  if (!options.ctx_size) ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
+  if (n_ctx == 0) {
+    n_ctx = n_ctx_train;
+    ctx_why = "--ctx-size 0 = n_ctx_train (llama-context.cpp)";
+  }
   if (n_ctx == 0)
     throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
-  result.assumptions.push_back(
-      {"--ctx-size", std::to_string(n_ctx),
-       options.ctx_size && *options.ctx_size ? "given" : "0 = n_ctx_train (llama-context.cpp)"});
+  result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), ctx_why});
   const bool unified = options.kv_unified || build < kKvUnifiedBuild;
   if (!unified && n_ctx % options.parallel != 0)
     result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " is not a multiple of --parallel " +
