@@ -38,7 +38,9 @@ const std::vector<std::string>& vllm_versions() {
                                                     "0.23.1", "0.27.1", "0.28.0"};
   return versions;
 }
-constexpr const char* kNewestVllm = "0.28.0";
+// The default: the newest release the references name (0.27.1, cliff.md); 0.28 (null-block
+// reservation, release assumed) is opt-in with --engine-version.
+constexpr const char* kNewestVllm = "0.27.1";
 
 enum class SpecKind { full, sliding, chunked, mla, mamba };
 
