@@ -49,11 +49,13 @@ std::vector<std::uint64_t> parse_contexts(const std::string& text, const std::st
       used = 0;
     }
     if (used == 0 || used != item.size() || value == 0 || value > (1ULL << 24)) {
-      throw InputError(field, "'" + item + "' is not a context; allowed: comma-separated token counts 1..16777216");
+      throw InputError(field,
+                       "'" + item + "' is not a context; allowed: comma-separated token counts 1..16777216");
     }
     out.push_back(value);
   }
-  if (out.empty()) throw InputError(field, "empty list; allowed: comma-separated token counts, e.g. 1024,8192");
+  if (out.empty())
+    throw InputError(field, "empty list; allowed: comma-separated token counts, e.g. 1024,8192");
   return out;
 }
 
@@ -186,21 +188,21 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     gpu = find_gpu(args.gpu);
     const GateResult gates = evaluate_gates(model, gpu, options);
     if (gates.primary.selected.empty()) {
-      throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " + gpu.id +
-                                      "; see `kvsight gates`");
+      throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " +
+                                      gpu.id + "; see `kvsight gates`");
     }
     DecodeModelOptions decode_options;
     if (args.baseline_ms >= 0) decode_options.baseline_ms = args.baseline_ms;
     if (!args.calibration_path.empty()) {
-      decode_options.calibration =
-          calibration_from_probe_json(read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
+      decode_options.calibration = calibration_from_probe_json(
+          read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
     }
     scenario = build_decode_scenario(model, gpu, options, gates, decode_options);
     contexts = args.contexts_text.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
                                           : parse_contexts(args.contexts_text, "--contexts");
     split_contexts = contexts;
-    title = "Decode vs context: " + model.id + " on " + gpu.id + " (" + gpu.arch + "), " + options.engine + ", TP " +
-            std::to_string(options.tp) + ", batch " + std::to_string(scenario.batch) + ", per rank";
+    title = "Decode vs context: " + model.id + " on " + gpu.id + " (" + gpu.arch + "), " + options.engine +
+            ", TP " + std::to_string(options.tp) + ", batch " + std::to_string(scenario.batch) + ", per rank";
     kernel = gates.primary.selected;
     splits_context = gates.primary.splits_context;
     gate_errors = gates.errors;
@@ -209,7 +211,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     block_size = gates.block_size;
     q_heads_per_rank = gates.primary.q_heads_per_rank;
     shape.head_dim = gates.primary.head_size;
-    shape.block_size = std::max<std::uint32_t>(1, std::min<std::uint32_t>(4096, block_size == 0 ? 256 : block_size));
+    shape.block_size =
+        std::max<std::uint32_t>(1, std::min<std::uint32_t>(4096, block_size == 0 ? 256 : block_size));
     shape.kv_heads = gates.primary.kv_heads_per_rank;
     shape.q_heads = gates.primary.kv_heads_per_rank *
                     std::max<std::uint32_t>(1, q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
@@ -221,8 +224,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     split_contexts = contexts;
   }
   if (scenario_mode && !args.calibration_path.empty()) {
-    scenario.calibration =
-        calibration_from_probe_json(read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
+    scenario.calibration = calibration_from_probe_json(read_text(args.calibration_path, "--calibration"),
+                                                       args.calibration_path, gpu);
   }
 
   const DecodeCurve curve = predict_decode(scenario, contexts, false);
@@ -239,7 +242,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   const Measured measured = measure(args, shape, primary.layers);
 
   // Published columns (scenario only), matched by context.
-  auto published_at = [&](const std::vector<PublishedPoint>& list, std::uint64_t context) -> const PublishedPoint* {
+  auto published_at = [&](const std::vector<PublishedPoint>& list,
+                          std::uint64_t context) -> const PublishedPoint* {
     if (!scenario_mode) return nullptr;
     for (const PublishedPoint& p : list) {
       if (p.context == context) return &p;
@@ -252,15 +256,16 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     plot.title = scenario_mode ? "vLLM #50264 decode cliff (gfx1100, TP 2, batch 1)" : title;
     plot.x_label = "context (tokens)";
     plot.y_label = "ms per token";
-    PlotSeries fallback{kernel + (splits_context ? " (selected)" : " (selected, no split)"), "#d62728", {}, false,
-                        false};
+    PlotSeries fallback{
+        kernel + (splits_context ? " (selected)" : " (selected, no split)"), "#d62728", {}, false, false};
     for (const DecodePoint& p : curve.points) fallback.points.emplace_back(p.context, p.ms_per_token);
     PlotSeries split{"split-KV (predicted)", "#1f77b4", {}, false, true};
     for (const DecodePoint& p : split_curve.points) split.points.emplace_back(p.context, p.ms_per_token);
     plot.series = {fallback, split};
     if (scenario_mode) {
       PlotSeries published{"published, vLLM 0.23.1", "#d62728", {}, true, false};
-      for (const PublishedPoint& p : vllm_50264_published()) published.points.emplace_back(p.context, p.ms_per_token);
+      for (const PublishedPoint& p : vllm_50264_published())
+        published.points.emplace_back(p.context, p.ms_per_token);
       PlotSeries published_split{"published, PR #45916", "#1f77b4", {}, true, false};
       for (const PublishedPoint& p : vllm_45916_split_published()) {
         published_split.points.emplace_back(p.context, p.ms_per_token);
@@ -294,7 +299,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
         published.push_back({{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
       }
       for (const PublishedPoint& p : vllm_45916_split_published()) {
-        published_split.push_back({{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
+        published_split.push_back(
+            {{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
       }
     }
     nlohmann::json out = {
@@ -352,17 +358,20 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   Report report;
   report.title = title;
   ReportSection setup{"Model of one decode step", {}};
-  setup.rows.push_back({"attention path", kernel, splits_context ? "splits the context" : "does NOT split the context"});
+  setup.rows.push_back(
+      {"attention path", kernel, splits_context ? "splits the context" : "does NOT split the context"});
   setup.rows.push_back({"attention layers", std::to_string(primary.layers),
                         "head_dim " + std::to_string(primary.head_dim) + ", " +
                             std::to_string(primary.kv_heads_per_rank) + " KV heads per rank, batch " +
                             std::to_string(scenario.batch) + ", block " + std::to_string(block_size)});
   setup.rows.push_back({"programs per call", std::to_string(scenario.batch * primary.kv_heads_per_rank),
                         "batch x KV heads per rank (no split)"});
-  setup.rows.push_back({"calibration", fixed(scenario.calibration.per_program_gbps, 3) + " GB/s per program, t0 " +
-                                           fixed(scenario.calibration.call_overhead_us, 2) + " us",
+  setup.rows.push_back({"calibration",
+                        fixed(scenario.calibration.per_program_gbps, 3) + " GB/s per program, t0 " +
+                            fixed(scenario.calibration.call_overhead_us, 2) + " us",
                         scenario.calibration.source});
-  setup.rows.push_back({"non-attention time", fixed(scenario.baseline_ms, 2) + " ms", scenario.baseline_source});
+  setup.rows.push_back(
+      {"non-attention time", fixed(scenario.baseline_ms, 2) + " ms", scenario.baseline_source});
   report.sections.push_back(setup);
 
   ReportSection summary{"Context cost", {}};
@@ -396,12 +405,15 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   }
 
   Table table;
-  table.title = "Selected path (" + kernel + ")" + (scenario_mode ? " vs published (vLLM 0.23.1, #50264)" : "");
+  table.title =
+      "Selected path (" + kernel + ")" + (scenario_mode ? " vs published (vLLM 0.23.1, #50264)" : "");
   table.columns = {"context", "attention us/call", "ms/token", "tok/s"};
-  if (scenario_mode) table.columns = {"context", "attention us/call", "ms/token", "published", "diff", "tok/s",
-                                      "published tok/s"};
+  if (scenario_mode)
+    table.columns = {"context", "attention us/call", "ms/token", "published", "diff",
+                     "tok/s",   "published tok/s"};
   for (const DecodePoint& p : curve.points) {
-    std::vector<std::string> row = {with_commas(p.context), fixed(p.attention_us_per_call, 3), fixed(p.ms_per_token, 2)};
+    std::vector<std::string> row = {with_commas(p.context), fixed(p.attention_us_per_call, 3),
+                                    fixed(p.ms_per_token, 2)};
     if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
       row.push_back(fixed(pub->ms_per_token, 2));
       row.push_back(pct(p.ms_per_token, pub->ms_per_token));
@@ -420,10 +432,12 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   table.right_align = std::vector<bool>(table.columns.size(), true);
 
   Table split_table;
-  split_table.title = "Split-KV path" + std::string(scenario_mode ? " vs published (PR #45916)" : " (predicted)");
+  split_table.title =
+      "Split-KV path" + std::string(scenario_mode ? " vs published (PR #45916)" : " (predicted)");
   split_table.columns = {"context", "splits", "attention us/call", "ms/token", "tok/s"};
-  if (scenario_mode) split_table.columns = {"context", "splits", "attention us/call", "ms/token", "published", "diff",
-                                            "tok/s"};
+  if (scenario_mode)
+    split_table.columns = {"context", "splits", "attention us/call", "ms/token", "published",
+                           "diff",    "tok/s"};
   for (const DecodePoint& p : split_curve.points) {
     std::vector<std::string> row = {with_commas(p.context), std::to_string(p.splits),
                                     fixed(p.attention_us_per_call, 3), fixed(p.ms_per_token, 2)};
@@ -441,20 +455,27 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     emit(state, render_table(table, Format::csv));
     return;
   }
-  std::string text = render_report(report, state.format()) + "\n" + render_table(table, state.format()) + "\n" +
-                     render_table(split_table, state.format());
+  std::string text = render_report(report, state.format()) + "\n" + render_table(table, state.format()) +
+                     "\n" + render_table(split_table, state.format());
   if (measured.present) {
     Table mtable;
     mtable.title = "Measured on " + measured.backend + " (" + measured.device + "), shape head_dim " +
                    std::to_string(shape.head_dim) + ", block " + std::to_string(shape.block_size) + ", " +
-                   std::to_string(shape.kv_heads) + " KV / " + std::to_string(shape.q_heads) + " Q heads, batch " +
-                   std::to_string(shape.batch);
-    mtable.columns = {"kernel", "contexts", "us/call (first -> last)", "slope us/token/call",
-                      "step slope us/token (x" + std::to_string(primary.layers) + ")", "growth", "published"};
+                   std::to_string(shape.kv_heads) + " KV / " + std::to_string(shape.q_heads) +
+                   " Q heads, batch " + std::to_string(shape.batch);
+    mtable.columns = {"kernel",
+                      "contexts",
+                      "us/call (first -> last)",
+                      "slope us/token/call",
+                      "step slope us/token (x" + std::to_string(primary.layers) + ")",
+                      "growth",
+                      "published"};
     for (const probes::SweepResult& sweep : measured.sweeps) {
       const auto& pts = sweep.points;
-      const std::string range = pts.empty() ? "" : with_commas(pts.front().context) + " -> " + with_commas(pts.back().context);
-      const std::string times = pts.empty() ? "" : fixed(pts.front().time_us, 2) + " -> " + fixed(pts.back().time_us, 2);
+      const std::string range =
+          pts.empty() ? "" : with_commas(pts.front().context) + " -> " + with_commas(pts.back().context);
+      const std::string times =
+          pts.empty() ? "" : fixed(pts.front().time_us, 2) + " -> " + fixed(pts.back().time_us, 2);
       std::string published;
       if (scenario_mode) {
         published = sweep.kernel == "nosplit"
@@ -462,8 +483,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
                         : "0.430 step us/token; 635.779 + 4.117 us at 32K (gfx1100)";
       }
       mtable.rows.push_back({sweep.kernel, range, times, fixed(sweep.slope_us_per_token, 4),
-                             fixed(sweep.slope_us_per_token * primary.layers, 3), fixed(sweep.growth, 2) + "x",
-                             published});
+                             fixed(sweep.slope_us_per_token * primary.layers, 3),
+                             fixed(sweep.growth, 2) + "x", published});
     }
     text += "\n" + render_table(mtable, state.format());
   }
@@ -477,24 +498,35 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   auto* command = app.add_subcommand(
       "cliff",
       "Decode time per token versus context for the attention path the engine selects, beside a split-KV\n"
-      "path. --scenario vllm-50264 replays the published RDNA cliff (12.1 -> 4.2 tok/s) next to its figures;\n"
-      "--model/--gpu runs the same analysis for any model and device. Every prediction names its calibration.");
+      "path. --scenario vllm-50264 replays the published RDNA cliff (12.1 -> 4.2 tok/s) next to its "
+      "figures;\n"
+      "--model/--gpu runs the same analysis for any model and device. Every prediction names its "
+      "calibration.");
   command->add_option("--scenario", args->scenario, "Published case to replay: vllm-50264");
-  command->add_option("--model,-m", args->model, "Catalog id, config.json path, directory, or HF cache org/name");
+  command->add_option("--model,-m", args->model,
+                      "Catalog id, config.json path, directory, or HF cache org/name");
   command->add_option("--gpu,-g", args->gpu, "GPU catalog id");
-  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")->default_str("vllm");
-  command->add_option("--engine-version", args->options.engine_version, "Engine version (default newest known)");
+  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")
+      ->default_str("vllm");
+  command->add_option("--engine-version", args->options.engine_version,
+                      "Engine version (default newest known)");
   command->add_option("--block-size", args->block_size, "vLLM --block-size");
-  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")->default_str("1");
+  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")
+      ->default_str("1");
   command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1");
-  command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype")->default_str("auto");
-  command->add_option("--max-model-len", args->max_model_len, "max_model_len (the gates see it as max_seq_len)");
-  command->add_option("--contexts", args->contexts_text,
-                      "Comma list of contexts to predict (default 1024..32768; scenario: the published ones)");
-  command->add_option("--baseline-ms", args->baseline_ms,
-                      "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");
-  command->add_option("--calibration", args->calibration_path,
-                      "JSON of `kvsight probe sweep --format json` (nosplit kernel) to calibrate the kernel times");
+  command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype")
+      ->default_str("auto");
+  command->add_option("--max-model-len", args->max_model_len,
+                      "max_model_len (the gates see it as max_seq_len)");
+  command->add_option(
+      "--contexts", args->contexts_text,
+      "Comma list of contexts to predict (default 1024..32768; scenario: the published ones)");
+  command->add_option(
+      "--baseline-ms", args->baseline_ms,
+      "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");
+  command->add_option(
+      "--calibration", args->calibration_path,
+      "JSON of `kvsight probe sweep --format json` (nosplit kernel) to calibrate the kernel times");
   command->add_option("--backend", args->backend,
                       "Also measure both probe kernels (nosplit, splitkv) at this shape: cuda, hip or cpu");
   command->add_option("--measure-contexts", args->measure_contexts_text,

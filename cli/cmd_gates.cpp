@@ -21,9 +21,9 @@ struct GatesArgs {
 };
 
 nlohmann::json verdict_json(const KernelVerdict& verdict) {
-  return {{"kernel", verdict.kernel},     {"name", verdict.name},
-          {"backend", verdict.backend},   {"admitted", verdict.admitted},
-          {"selected", verdict.selected}, {"splits_context", verdict.splits_context},
+  return {{"kernel", verdict.kernel},         {"name", verdict.name},
+          {"backend", verdict.backend},       {"admitted", verdict.admitted},
+          {"selected", verdict.selected},     {"splits_context", verdict.splits_context},
           {"split_rule", verdict.split_rule}, {"reasons", verdict.reasons},
           {"source", verdict.source}};
 }
@@ -93,8 +93,8 @@ void run_gates(const GatesArgs& args, CliState& state) {
   }
 
   Report report;
-  report.title = "Attention gates: " + model.id + " on " + gpu.id + " (" + gpu.arch + ", family " + result.family +
-                 "), " + result.engine + " " + result.engine_version;
+  report.title = "Attention gates: " + model.id + " on " + gpu.id + " (" + gpu.arch + ", family " +
+                 result.family + "), " + result.engine + " " + result.engine_version;
   const LayerGroupGate& primary = result.primary;
   ReportSection summary{"Selected", {}};
   summary.rows.push_back({"attention layers", std::to_string(primary.layer_count) + " " + primary.kind,
@@ -103,7 +103,8 @@ void run_gates(const GatesArgs& args, CliState& state) {
                               std::to_string(primary.kv_heads_per_rank) + " KV heads per rank"});
   summary.rows.push_back({"block size", std::to_string(result.block_size), result.block_size_source});
   summary.rows.push_back({"tensor parallel", std::to_string(result.tp), ""});
-  summary.rows.push_back({"selected", primary.selected.empty() ? "(none)" : primary.selected, primary.selected_name});
+  summary.rows.push_back(
+      {"selected", primary.selected.empty() ? "(none)" : primary.selected, primary.selected_name});
   std::string split_rule;
   for (const KernelVerdict& verdict : primary.kernels) {
     if (verdict.selected) split_rule = verdict.split_rule;
@@ -113,7 +114,9 @@ void run_gates(const GatesArgs& args, CliState& state) {
   if (result.groups.size() > 1) {
     ReportSection groups{"Other attention-layer groups", {}};
     for (const LayerGroupGate& group : result.groups) {
-      if (group.kind == primary.kind && group.head_size == primary.head_size && group.window == primary.window) continue;
+      if (group.kind == primary.kind && group.head_size == primary.head_size &&
+          group.window == primary.window)
+        continue;
       groups.rows.push_back({std::to_string(group.layer_count) + " " + group.kind +
                                  (group.window ? " (window " + std::to_string(group.window) + ")" : ""),
                              group.selected.empty() ? "(none)" : group.selected,
@@ -138,7 +141,8 @@ void run_gates(const GatesArgs& args, CliState& state) {
     for (const std::string& reason : verdict.reasons) reasons += (reasons.empty() ? "" : "; ") + reason;
     const std::string verdict_text =
         verdict.selected ? "SELECTED" : (verdict.admitted ? "admitted (lower priority)" : "refused");
-    kernels.rows.push_back({verdict.kernel, verdict.backend, verdict_text, verdict.splits_context ? "yes" : "no",
+    kernels.rows.push_back({verdict.kernel, verdict.backend, verdict_text,
+                            verdict.splits_context ? "yes" : "no",
                             reasons.empty() ? verdict.source : reasons});
   }
   if (state.format() == Format::csv) {
@@ -157,27 +161,35 @@ void add_gates_command(CLI::App& app, CliState& state) {
       "Which attention kernel the engine selects for this model on this device, every reason each other\n"
       "candidate is refused (condition and value), and the hard constraints that refuse start-up.\n"
       "Evaluated per group of attention layers; rules cite the engine file and version they were read from.");
-  command->add_option("--model,-m", args->model, "Catalog id, config.json path, directory, or HF cache org/name")
+  command
+      ->add_option("--model,-m", args->model, "Catalog id, config.json path, directory, or HF cache org/name")
       ->required();
   command->add_option("--gpu,-g", args->gpu, "GPU catalog id (kvsight gpus)")->required();
-  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")->default_str("vllm");
+  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")
+      ->default_str("vllm");
   command->add_option("--engine-version", args->options.engine_version,
                       "Engine version the rules apply to (default: the newest known)");
   command->add_option("--block-size", args->block_size,
                       "vLLM --block-size (default 16, raised for hybrid models as vLLM does)");
-  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")->default_str("1");
+  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")
+      ->default_str("1");
   command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype (vLLM/SGLang names)")
       ->default_str("auto");
-  command->add_option("--cache-type-k", args->options.cache_type_k, "llama.cpp K cache type")->default_str("f16");
-  command->add_option("--cache-type-v", args->options.cache_type_v, "llama.cpp V cache type")->default_str("f16");
+  command->add_option("--cache-type-k", args->options.cache_type_k, "llama.cpp K cache type")
+      ->default_str("f16");
+  command->add_option("--cache-type-v", args->options.cache_type_v, "llama.cpp V cache type")
+      ->default_str("f16");
   command->add_option("--max-model-len", args->max_model_len,
                       "Longest sequence (default: the model's maximum); the gates see it as max_seq_len");
   command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1");
   add_output_options(*command, state);
   command->footer(
-      "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention layer);\n"
-      "1 a hard constraint refuses start-up (errors[] non-empty: e.g. --tp does not divide the attention heads);\n"
-      "2 bad input. JSON: attention.selected, attention.splits_context, attention.refused[] {kernel, reasons[]},\n"
+      "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention "
+      "layer);\n"
+      "1 a hard constraint refuses start-up (errors[] non-empty: e.g. --tp does not divide the attention "
+      "heads);\n"
+      "2 bad input. JSON: attention.selected, attention.splits_context, attention.refused[] {kernel, "
+      "reasons[]},\n"
       "attention.layer_groups[], constraints[], errors[].");
   command->callback([args, &state] { run_gates(*args, state); });
 }

@@ -1,13 +1,14 @@
 // SVG line plot (see svg_plot.hpp).
 #include "svg_plot.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 #include "kvsight/error.hpp"
 
@@ -18,11 +19,16 @@ namespace {
 std::string escape(const std::string& text) {
   std::string out;
   for (char ch : text) {
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '"') out += "&quot;";
-    else out += ch;
+    if (ch == '&')
+      out += "&amp;";
+    else if (ch == '<')
+      out += "&lt;";
+    else if (ch == '>')
+      out += "&gt;";
+    else if (ch == '"')
+      out += "&quot;";
+    else
+      out += ch;
   }
   return out;
 }
@@ -77,8 +83,8 @@ std::string render_svg(const Plot& plot) {
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">" << escape(plot.title)
-      << "</text>\n";
+  svg << "<text x=\"" << width / 2 << "\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">"
+      << escape(plot.title) << "</text>\n";
   // Grid and ticks.
   for (double x = 0; x <= x_max + 1e-9; x += x_step) {
     svg << "<line x1=\"" << num(sx(x)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(sx(x)) << "\" y2=\""
@@ -87,17 +93,17 @@ std::string render_svg(const Plot& plot) {
         << tick_label(x) << "</text>\n";
   }
   for (double y = 0; y <= y_max + 1e-9; y += y_step) {
-    svg << "<line x1=\"" << num(left) << "\" y1=\"" << num(sy(y)) << "\" x2=\"" << num(left + plot_w) << "\" y2=\""
-        << num(sy(y)) << "\" stroke=\"#e5e5e5\"/>\n";
+    svg << "<line x1=\"" << num(left) << "\" y1=\"" << num(sy(y)) << "\" x2=\"" << num(left + plot_w)
+        << "\" y2=\"" << num(sy(y)) << "\" stroke=\"#e5e5e5\"/>\n";
     svg << "<text x=\"" << num(left - 8) << "\" y=\"" << num(sy(y) + 4) << "\" text-anchor=\"end\">"
         << tick_label(y) << "</text>\n";
   }
   svg << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(plot_w) << "\" height=\""
       << num(plot_h) << "\" fill=\"none\" stroke=\"black\"/>\n";
-  svg << "<text x=\"" << num(left + plot_w / 2) << "\" y=\"" << num(height - 15) << "\" text-anchor=\"middle\">"
-      << escape(plot.x_label) << "</text>\n";
-  svg << "<text transform=\"translate(20," << num(top + plot_h / 2) << ") rotate(-90)\" text-anchor=\"middle\">"
-      << escape(plot.y_label) << "</text>\n";
+  svg << "<text x=\"" << num(left + plot_w / 2) << "\" y=\"" << num(height - 15)
+      << "\" text-anchor=\"middle\">" << escape(plot.x_label) << "</text>\n";
+  svg << "<text transform=\"translate(20," << num(top + plot_h / 2)
+      << ") rotate(-90)\" text-anchor=\"middle\">" << escape(plot.y_label) << "</text>\n";
   // Series.
   double legend_y = top + 10;
   for (const PlotSeries& series : plot.series) {
@@ -109,19 +115,21 @@ std::string render_svg(const Plot& plot) {
     }
     for (const auto& [x, y] : series.points) {
       svg << "<circle cx=\"" << num(sx(x)) << "\" cy=\"" << num(sy(y)) << "\" r=\""
-          << (series.markers_only ? "5" : "3") << "\" fill=\"" << (series.markers_only ? "white" : series.color)
-          << "\" stroke=\"" << series.color << "\" stroke-width=\"2\"/>\n";
+          << (series.markers_only ? "5" : "3") << "\" fill=\""
+          << (series.markers_only ? "white" : series.color) << "\" stroke=\"" << series.color
+          << "\" stroke-width=\"2\"/>\n";
     }
     svg << "<line x1=\"" << num(left + plot_w + 15) << "\" y1=\"" << num(legend_y) << "\" x2=\""
         << num(left + plot_w + 40) << "\" y2=\"" << num(legend_y) << "\" stroke=\"" << series.color
         << "\" stroke-width=\"2\"" << (series.dashed ? " stroke-dasharray=\"6,4\"" : "")
         << (series.markers_only ? " stroke-opacity=\"0\"" : "") << "/>\n";
     if (series.markers_only) {
-      svg << "<circle cx=\"" << num(left + plot_w + 27) << "\" cy=\"" << num(legend_y) << "\" r=\"5\" fill=\"white\""
+      svg << "<circle cx=\"" << num(left + plot_w + 27) << "\" cy=\"" << num(legend_y)
+          << "\" r=\"5\" fill=\"white\""
           << " stroke=\"" << series.color << "\" stroke-width=\"2\"/>\n";
     }
-    svg << "<text x=\"" << num(left + plot_w + 46) << "\" y=\"" << num(legend_y + 4) << "\">" << escape(series.name)
-        << "</text>\n";
+    svg << "<text x=\"" << num(left + plot_w + 46) << "\" y=\"" << num(legend_y + 4) << "\">"
+        << escape(series.name) << "</text>\n";
     legend_y += 22;
   }
   svg << "</svg>\n";

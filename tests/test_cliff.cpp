@@ -42,7 +42,8 @@ TEST(Cliff, Vllm50264PredictedWithinFivePercent) {
     EXPECT_NEAR(points[i].at("tok_s").get<double>(), 1000.0 / step_ms(contexts[i]), 1e-6);
     // One call reads c tokens x 2 KV heads x (256 + 256) x 2 B.
     EXPECT_EQ(points[i].at("bytes").get<std::uint64_t>(), static_cast<std::uint64_t>(contexts[i]) * 2 * 1024);
-    EXPECT_NEAR(points[i].at("gbps").get<double>(), contexts[i] * 2048.0 / call_us(contexts[i]) / 1000.0, 1e-9);
+    EXPECT_NEAR(points[i].at("gbps").get<double>(), contexts[i] * 2048.0 / call_us(contexts[i]) / 1000.0,
+                1e-9);
   }
   // 32084: 79.287 + 16 x (42.518 + 0.306784 x 32084) / 1000 = 237.45 ms (published 235.29).
   EXPECT_NEAR(points[3].at("ms_per_token").get<double>(), 237.45, 0.01);
@@ -52,7 +53,8 @@ TEST(Cliff, Vllm50264PredictedWithinFivePercent) {
   EXPECT_NEAR(growth, call_us(32768) / call_us(1024), 1e-6);
   EXPECT_NEAR(j.at("slope_us_per_token").get<double>(), 16.0 * kSlope, 1e-6);
   // Split-KV at 32K: 14 splits, t0 + 32768 / 14 x slope + 4.117 us reduce = 764.70 us.
-  EXPECT_NEAR(j.at("split_attention_us_per_call_32k").get<double>(), kT0 + 32768.0 / 14.0 * kSlope + 4.117, 1e-6);
+  EXPECT_NEAR(j.at("split_attention_us_per_call_32k").get<double>(), kT0 + 32768.0 / 14.0 * kSlope + 4.117,
+              1e-6);
   ASSERT_EQ(j.at("split_points").size(), 4u);
   EXPECT_EQ(j.at("published").size(), 4u);
   // The calibration used is stated.
@@ -91,8 +93,8 @@ TEST(Cliff, PlotWritesSvg) {
 // Any model: Qwen3.6-27B at TP 2 on gfx1100 with a measured baseline of 79 ms; same
 // calibration (gfx1100), same arithmetic: step = 79 + 16 x call(c).
 TEST(Cliff, ModelModeUsesGatesAndBaseline) {
-  const auto run = run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms",
-                                "79", "--contexts", "1024,32768", "--format", "json"});
+  const auto run = run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2",
+                                "--baseline-ms", "79", "--contexts", "1024,32768", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j.at("kernel"), "triton_paged_attention_2d");
@@ -139,9 +141,10 @@ TEST(Cliff, CpuBackendMeasuresBothKernels) {
 TEST(Cliff, CalibrationFromProbeSweepFile) {
   const std::string dir = test::temp_dir("cliff-cal");
   const std::string path = dir + "/sweep.json";
-  const auto sweep = run_kvsight({"probe", "sweep", "--backend", "cpu", "--head-dim", "256", "--block-size", "784",
-                                  "--kv-heads", "2", "--q-heads", "12", "--contexts", "1024,8192", "--repeats", "3",
-                                  "--format", "json", "--output", path});
+  const auto sweep = run_kvsight({"probe",     "sweep",        "--backend",  "cpu",        "--head-dim",
+                                  "256",       "--block-size", "784",        "--kv-heads", "2",
+                                  "--q-heads", "12",           "--contexts", "1024,8192",  "--repeats",
+                                  "3",         "--format",     "json",       "--output",   path});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
   std::ifstream in(path);
   const auto file = nlohmann::json::parse(in);
@@ -151,17 +154,20 @@ TEST(Cliff, CalibrationFromProbeSweepFile) {
   const double t0 = pts[0].at("time_us").get<double>(), t1 = pts[1].at("time_us").get<double>();
   const double slope = (t1 - t0) / (c1 - c0);  // two points: the least-squares line is the chord
   ASSERT_GT(slope, 0.0);
-  const auto run = run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms",
-                                "79", "--contexts", "4096", "--calibration", path, "--format", "json"});
+  const auto run =
+      run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms", "79",
+                   "--contexts", "4096", "--calibration", path, "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
   const auto& cal = j.at("calibration");
   EXPECT_NE(cal.at("source").get<std::string>().find(path), std::string::npos);
-  EXPECT_NEAR(cal.at("per_program_gbps").get<double>(), 1024.0 / slope / 1000.0, 1e-6 * (1024.0 / slope / 1000.0));
+  EXPECT_NEAR(cal.at("per_program_gbps").get<double>(), 1024.0 / slope / 1000.0,
+              1e-6 * (1024.0 / slope / 1000.0));
   // 2 programs on 84 CUs: one wave. call(4096) = intercept + max(stream, bandwidth bound):
   // stream = slope x 4096; bound = 4096 x 1024 B x 2 programs / best splitkv GB/s.
   double best_gbps = 0;
-  for (const auto& p : file.at("splitkv").at("points")) best_gbps = std::max(best_gbps, p.at("gbps").get<double>());
+  for (const auto& p : file.at("splitkv").at("points"))
+    best_gbps = std::max(best_gbps, p.at("gbps").get<double>());
   ASSERT_GT(best_gbps, 0.0);
   const double intercept = std::max(0.0, t0 - slope * c0);
   const double expected = intercept + std::max(slope * 4096.0, 4096.0 * 1024.0 * 2.0 / (best_gbps * 1000.0));

@@ -94,7 +94,7 @@ TEST(DecodeModel, WavesAndBandwidthBound) {
   DecodeScenario s;
   s.batch = 64;
   s.calibration.call_overhead_us = 10;
-  s.calibration.per_program_gbps = 4.0;  // 4000 B/us
+  s.calibration.per_program_gbps = 4.0;           // 4000 B/us
   s.calibration.achieved_bandwidth_gbps = 500.0;  // 500000 B/us
   s.calibration.concurrent_programs = 84;
   DecodeLayerGroup g;
@@ -133,7 +133,8 @@ TEST(DecodeModel, CalibrationFromProbeJson) {
   // head_dim 128 bf16: one program reads 2 x 128 x 2 = 512 B per token.
   const std::string json = R"({"backend":"cpu","device":"x","kernel":"nosplit",
     "shape":{"head_dim":128,"block_size":16,"kv_heads":2,"q_heads":8,"batch":1,"dtype":"bf16"},
-    "points":[{"context":1024,"time_us":100.0,"bytes":1,"gbps":1},{"context":2048,"time_us":150.0,"bytes":1,"gbps":1}],
+    "points":[{"context":1024,"time_us":100.0,"bytes":1,"gbps":1},
+              {"context":2048,"time_us":150.0,"bytes":1,"gbps":1}],
     "slope_us_per_token":0.048828125,"growth":1.5})";
   GpuSpec gpu;
   gpu.multiprocessors = 10;
@@ -144,8 +145,9 @@ TEST(DecodeModel, CalibrationFromProbeJson) {
   EXPECT_NEAR(c.per_program_gbps, 512.0 / slope / 1000.0, 1e-9);
   EXPECT_NE(c.source.find("sweep.json"), std::string::npos);
   // The layout `kvsight probe sweep --format json` writes: each kernel keyed by name.
-  const std::string nested = R"({"backend":"cpu","kernels":["nosplit","splitkv"],"nosplit":)" + json +
-                             R"(,"splitkv":{"kernel":"splitkv","points":[{"context":1024,"time_us":10,"gbps":42.5}]}})";
+  const std::string nested =
+      R"({"backend":"cpu","kernels":["nosplit","splitkv"],"nosplit":)" + json +
+      R"(,"splitkv":{"kernel":"splitkv","points":[{"context":1024,"time_us":10,"gbps":42.5}]}})";
   const KernelCalibration n = calibration_from_probe_json(nested, "sweep.json", gpu);
   EXPECT_NEAR(n.per_program_gbps, c.per_program_gbps, 1e-12);
   // The best splitkv point's bandwidth is the fill-device bandwidth.

@@ -49,7 +49,8 @@ const char* kHead256Config = R"({
 // block_size == 16), and 784 is not a power of two (call site), so decode runs the
 // Triton 2D fallback, which does not split the context.
 TEST(Gates, Qwen36OnRdnaFallsBackToTriton2d) {
-  const auto j = run_json({"gates", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--engine", "vllm", "--tp", "2"});
+  const auto j =
+      run_json({"gates", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--engine", "vllm", "--tp", "2"});
   EXPECT_EQ(j.at("family"), "gfx11");
   EXPECT_EQ(j.at("block_size"), 784);
   const auto& attention = j.at("attention");
@@ -128,7 +129,8 @@ TEST(Gates, Gemma2OnMi300xRefusedForHeadSizeAndWindow) {
 TEST(Gates, TpNotDividingHeadsRefusesStartup) {
   const auto j = run_json({"gates", "--model", "llama-3.1-8b", "--gpu", "rx7900xt", "--tp", "3"}, 1);
   ASSERT_FALSE(j.at("errors").empty());
-  EXPECT_NE(j.at("errors")[0].get<std::string>().find("tp 3 does not divide 32 attention heads"), std::string::npos)
+  EXPECT_NE(j.at("errors")[0].get<std::string>().find("tp 3 does not divide 32 attention heads"),
+            std::string::npos)
       << j.at("errors").dump();
   EXPECT_FALSE(j.at("can_start").get<bool>());
 }
@@ -139,9 +141,12 @@ TEST(Gates, TensorRtLlmOnAmdRefused) {
 }
 
 TEST(Gates, BadInputExitsTwo) {
-  EXPECT_EQ(run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "rx7900xt", "--engine", "nope"}).exit_code, 2);
   EXPECT_EQ(
-      run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "rx7900xt", "--engine-version", "x.y"}).exit_code, 2);
+      run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "rx7900xt", "--engine", "nope"}).exit_code,
+      2);
+  EXPECT_EQ(run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "rx7900xt", "--engine-version", "x.y"})
+                .exit_code,
+            2);
   EXPECT_EQ(run_kvsight({"gates", "--model", "llama-3.1-8b", "--gpu", "no-such-gpu"}).exit_code, 2);
 }
 
@@ -163,15 +168,18 @@ TEST(Gates, LlamaCppQuantizedVCacheNeedsFlashAttention) {
   test::write_file(dir + "/config.json", R"({
     "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 3200,
     "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 100, "num_hidden_layers": 2,
-    "intermediate_size": 8640, "vocab_size": 32000, "max_position_embeddings": 4096, "torch_dtype": "float16"})");
-  const auto ok = run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine", "llamacpp"});
+    "intermediate_size": 8640, "vocab_size": 32000, "max_position_embeddings": 4096,
+    "torch_dtype": "float16"})");
+  const auto ok =
+      run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine", "llamacpp"});
   EXPECT_EQ(ok.at("attention").at("selected"), "llamacpp_mul_mat_attention");
   const nlohmann::json* fa = find_refused(ok.at("attention"), "llamacpp_flash_attn");
   ASSERT_NE(fa, nullptr);
-  EXPECT_TRUE(has_reason(*fa, "head_size 100 is not one of 40, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576"))
+  EXPECT_TRUE(
+      has_reason(*fa, "head_size 100 is not one of 40, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576"))
       << fa->dump(2);
-  const auto refused = run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine", "llamacpp",
-                                 "--cache-type-v", "q8_0"},
+  const auto refused = run_json({"gates", "--model", dir + "/config.json", "--gpu", "rx7900xt", "--engine",
+                                 "llamacpp", "--cache-type-v", "q8_0"},
                                 1);
   EXPECT_FALSE(refused.at("errors").empty());
 }
@@ -195,7 +203,8 @@ GateInput rdna_input() {
 }
 
 const KernelVerdict& verdict_of(const std::vector<KernelVerdict>& verdicts, const std::string& kernel) {
-  auto it = std::find_if(verdicts.begin(), verdicts.end(), [&](const KernelVerdict& v) { return v.kernel == kernel; });
+  auto it = std::find_if(verdicts.begin(), verdicts.end(),
+                         [&](const KernelVerdict& v) { return v.kernel == kernel; });
   if (it == verdicts.end()) throw std::runtime_error("no verdict for " + kernel);
   return *it;
 }
@@ -220,7 +229,8 @@ TEST(GateRules, RdnaEveryReasonNamed) {
                                              "kv_cache_dtype fp8 is not auto",
                                              "block_size 784 is not a power of two"};
   for (const std::string& reason : expected) {
-    EXPECT_NE(std::find(custom.reasons.begin(), custom.reasons.end(), reason), custom.reasons.end()) << reason;
+    EXPECT_NE(std::find(custom.reasons.begin(), custom.reasons.end(), reason), custom.reasons.end())
+        << reason;
   }
   EXPECT_EQ(custom.reasons.size(), expected.size());
   EXPECT_TRUE(verdict_of(verdicts, "triton_paged_attention_2d").selected);
@@ -266,9 +276,10 @@ TEST(GateRules, CudaPagedV1V2) {
   in.family = "cuda";
   in.compute_capability = 75;  // T4: FlashAttention (>= 8.0) refused
   in.engine_version = "0.7.3";
-  in.max_seq_len = 512;        // one partition -> v1
+  in.max_seq_len = 512;  // one partition -> v1
   auto verdicts = evaluate_kernels(in);
-  EXPECT_EQ(verdict_of(verdicts, "flash_attn").reasons, std::vector<std::string>{"compute capability 7.5 is below 8.0"});
+  EXPECT_EQ(verdict_of(verdicts, "flash_attn").reasons,
+            std::vector<std::string>{"compute capability 7.5 is below 8.0"});
   EXPECT_TRUE(verdict_of(verdicts, "cuda_paged_attention").selected);
   EXPECT_FALSE(verdict_of(verdicts, "cuda_paged_attention").splits_context);
   in.max_seq_len = 4096;  // 8 partitions, 1 x 32 heads <= 512 -> v2
@@ -298,7 +309,8 @@ TEST(GateRules, FlashAttentionFp8NeedsHopper) {
   in.kv_cache_dtype = "fp8";
   const auto verdicts = evaluate_kernels(in);
   EXPECT_EQ(verdict_of(verdicts, "flash_attn").reasons,
-            std::vector<std::string>{"kv_cache_dtype fp8 needs FlashAttention 3 (compute capability 9.x); this is 8.9"});
+            std::vector<std::string>{
+                "kv_cache_dtype fp8 needs FlashAttention 3 (compute capability 9.x); this is 8.9"});
   EXPECT_TRUE(verdict_of(verdicts, "flashinfer").selected);
   in.compute_capability = 90;
   EXPECT_TRUE(verdict_of(evaluate_kernels(in), "flash_attn").selected);

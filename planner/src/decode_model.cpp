@@ -82,9 +82,10 @@ const std::vector<PublishedPoint>& vllm_50264_published() {
 }
 
 const std::vector<PublishedPoint>& vllm_45916_split_published() {
-  static const std::vector<PublishedPoint> points = {
-      {1024, 79.68, 1000.0 / 79.68}, {8192, 82.60, 1000.0 / 82.60}, {16384, 85.97, 1000.0 / 85.97},
-      {32768, 93.30, 1000.0 / 93.30}};
+  static const std::vector<PublishedPoint> points = {{1024, 79.68, 1000.0 / 79.68},
+                                                     {8192, 82.60, 1000.0 / 82.60},
+                                                     {16384, 85.97, 1000.0 / 85.97},
+                                                     {32768, 93.30, 1000.0 / 93.30}};
   return points;
 }
 
@@ -103,16 +104,17 @@ KernelCalibration default_calibration(const GpuSpec& gpu) {
   c.per_program_gbps = base.per_program_gbps * scale;
   c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
   c.concurrent_programs = gpu.multiprocessors;
-  c.source = "estimate for " + gpu.id + ": gfx1100 calibration (cliff.md #50264: " + fmt(base.per_program_gbps, 3) +
+  c.source = "estimate for " + gpu.id +
+             ": gfx1100 calibration (cliff.md #50264: " + fmt(base.per_program_gbps, 3) +
              " GB/s per program, t0 " + fmt(base.call_overhead_us, 2) + " us) scaled by bandwidth per " +
-             (gpu.vendor == "nvidia" ? "SM" : "CU") + " x" + fmt(scale, 2) + " -> " + fmt(c.per_program_gbps, 3) +
-             " GB/s per program; fill-device bandwidth 80% of " + fmt(gpu.bandwidth_gbps, 0) +
-             " GB/s; measure with `kvsight probe sweep` and pass --calibration";
+             (gpu.vendor == "nvidia" ? "SM" : "CU") + " x" + fmt(scale, 2) + " -> " +
+             fmt(c.per_program_gbps, 3) + " GB/s per program; fill-device bandwidth 80% of " +
+             fmt(gpu.bandwidth_gbps, 0) + " GB/s; measure with `kvsight probe sweep` and pass --calibration";
   return c;
 }
 
-std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup& group, std::uint64_t context,
-                          bool force_split) {
+std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup& group,
+                          std::uint64_t context, bool force_split) {
   if (!group.splits_context && !force_split) return 1;
   if (group.fixed_splits > 0) return group.fixed_splits;
   if (scenario.split_min_context > 0 && context < scenario.split_min_context) return 1;
@@ -139,16 +141,16 @@ double attention_call_us(const DecodeScenario& scenario, const DecodeLayerGroup&
   const std::uint64_t c = group.window > 0 ? std::min(context, group.window) : context;
   const std::uint32_t splits = split_count(scenario, group, c, force_split);
   if (splits_out) *splits_out = splits;
-  const double programs = static_cast<double>(std::max<std::uint64_t>(1, scenario.batch * group.kv_heads_per_rank));
+  const double programs =
+      static_cast<double>(std::max<std::uint64_t>(1, scenario.batch * group.kv_heads_per_rank));
   const double bytes = group.bytes_per_token_per_program;
   const double concurrent = std::max<double>(1.0, cal.concurrent_programs);
   const double waves = std::ceil(programs * splits / concurrent);
   // GB/s x 1000 = bytes per microsecond.
   const double stream_us = static_cast<double>(c) * bytes / (cal.per_program_gbps * 1000.0) / splits * waves;
-  const double bandwidth_us =
-      cal.achieved_bandwidth_gbps > 0
-          ? static_cast<double>(c) * bytes * programs / (cal.achieved_bandwidth_gbps * 1000.0)
-          : 0.0;
+  const double bandwidth_us = cal.achieved_bandwidth_gbps > 0 ? static_cast<double>(c) * bytes * programs /
+                                                                    (cal.achieved_bandwidth_gbps * 1000.0)
+                                                              : 0.0;
   double time = cal.call_overhead_us + std::max(stream_us, bandwidth_us);
   if (splits > 1) time += cal.reduce_us;
   return time;
@@ -188,12 +190,12 @@ DecodeScenario vllm_50264_scenario() {
   s.name = "vllm-50264";
   s.batch = 1;
   DecodeLayerGroup group;
-  group.layers = 16;             // full-attention layers (every 4th of 64)
-  group.kv_heads_per_rank = 2;   // 4 KV heads / TP 2
+  group.layers = 16;            // full-attention layers (every 4th of 64)
+  group.kv_heads_per_rank = 2;  // 4 KV heads / TP 2
   group.head_dim = 256;
   group.head_dim_v = 256;
   group.bytes_per_token_per_program = kCliffBytesPerTokenPerProgram;  // bf16 KV
-  group.splits_context = false;  // kernel_paged_attention_2d
+  group.splits_context = false;                                       // kernel_paged_attention_2d
   group.kernel = "triton_paged_attention_2d";
   s.groups.push_back(group);
   s.calibration = gfx1100_calibration();
@@ -201,9 +203,10 @@ DecodeScenario vllm_50264_scenario() {
   // (82.51 ms at 518 tokens) less the model's attention there (16 calls).
   const double call_518 = attention_call_us(s, group, 518, false);
   s.baseline_ms = 82.51 - 16.0 * call_518 / 1000.0;
-  s.baseline_source = "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fmt(call_518, 3) +
-                      " us predicted attention = " + fmt(s.baseline_ms, 3) +
-                      " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
+  s.baseline_source =
+      "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fmt(call_518, 3) +
+      " us predicted attention = " + fmt(s.baseline_ms, 3) +
+      " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
   // PR #45916's split count: no split below about 84 x 16 = 1344 tokens; 14 splits
   // at batch 1 from 4K up. Between 1344 and 4096 the PR's count is not published:
   // assumed to grow linearly to 14.
@@ -250,9 +253,10 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
     if (kernel == "splitkv" && !split) split = sweep;
   }
   if (!nosplit) {
-    throw InputError("--calibration", "'" + origin +
-                                          "' holds no sweep of kernel \"nosplit\" with points[]; run `kvsight probe "
-                                          "sweep --kernel nosplit --format json`");
+    throw InputError("--calibration",
+                     "'" + origin +
+                         "' holds no sweep of kernel \"nosplit\" with points[]; run `kvsight probe "
+                         "sweep --kernel nosplit --format json`");
   }
   const nlohmann::json& shape = nosplit->contains("shape") ? nosplit->at("shape") : nlohmann::json::object();
   const double head_dim = shape.value("head_dim", 0.0);
@@ -260,7 +264,8 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   const double batch = shape.value("batch", 1.0);
   const std::string dtype = shape.value("dtype", std::string("bf16"));
   if (head_dim <= 0 || kv_heads <= 0) {
-    throw InputError("--calibration", "'" + origin + "': the nosplit sweep has no shape.head_dim / shape.kv_heads");
+    throw InputError("--calibration",
+                     "'" + origin + "': the nosplit sweep has no shape.head_dim / shape.kv_heads");
   }
   std::vector<double> x, y;
   for (const auto& point : nosplit->at("points")) {
@@ -273,7 +278,8 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   }
   const double slope = least_squares_slope_of(x, y);
   if (slope <= 0) {
-    throw InputError("--calibration", "'" + origin + "': the nosplit time does not grow with context (slope " +
+    throw InputError("--calibration", "'" + origin +
+                                          "': the nosplit time does not grow with context (slope " +
                                           fmt(slope, 6) + " us/token); sweep longer contexts");
   }
   double mean_x = 0, mean_y = 0;
@@ -317,13 +323,16 @@ KernelCalibration calibration_from_probe_json(const std::string& json_text, cons
   try {
     c = read_calibration_json(json_text, origin, gpu);
   } catch (const nlohmann::json::exception& e) {
-    throw InputError("--calibration", "'" + origin + "' does not have the layout of `kvsight probe sweep --format json` (" +
-                                          std::string(e.what()) + ")");
+    throw InputError("--calibration",
+                     "'" + origin + "' does not have the layout of `kvsight probe sweep --format json` (" +
+                         std::string(e.what()) + ")");
   }
   if (!std::isfinite(c.per_program_gbps) || !(c.per_program_gbps > 0) || !std::isfinite(c.call_overhead_us) ||
       !std::isfinite(c.achieved_bandwidth_gbps) || !(c.achieved_bandwidth_gbps > 0))
-    throw InputError("--calibration", "'" + origin + "': contexts or times are out of range (the fit is not finite and "
-                                          "positive); expected microseconds and token counts from a probe sweep");
+    throw InputError("--calibration",
+                     "'" + origin +
+                         "': contexts or times are out of range (the fit is not finite and "
+                         "positive); expected microseconds and token counts from a probe sweep");
   return c;
 }
 
@@ -333,8 +342,8 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
   s.name = model.id + " on " + gpu.id;
   s.batch = std::max<std::uint64_t>(1, options.batch);
   s.calibration = decode_options.calibration ? *decode_options.calibration : default_calibration(gpu);
-  const KvTypes types = resolve_kv_types(model, options.engine == "llamacpp" ? options.cache_type_k
-                                                                              : options.kv_cache_dtype);
+  const KvTypes types =
+      resolve_kv_types(model, options.engine == "llamacpp" ? options.cache_type_k : options.kv_cache_dtype);
   // Primary group first (the decode curve reports its per-call time).
   std::vector<LayerGroupGate> ordered;
   ordered.push_back(gates.primary);
@@ -361,8 +370,7 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
     // Bytes one program reads per token: one KV head's K and V rows (MLA: the latent).
     LayerSpec probe_layer;
     for (const LayerSpec& layer : model.layers) {
-      if (layer.is_attention() && layer.head_dim_k == gate.head_size &&
-          layer.kind == gate.layer_kind) {
+      if (layer.is_attention() && layer.head_dim_k == gate.head_size && layer.kind == gate.layer_kind) {
         probe_layer = layer;
         break;
       }
@@ -385,21 +393,23 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
     const TokenFootprint footprint = token_footprint(model, types, options.tp);
     const double bandwidth = gpu.bandwidth_gbps * decode_options.bandwidth_efficiency;  // GB/s = bytes/ns
     // Weights read once per step; recurrent state read and written once per sequence.
-    const double weight_ms = bandwidth > 0 ? static_cast<double>(weights.bytes_per_rank) / (bandwidth * 1e6) : 0.0;
-    const double state_ms =
-        bandwidth > 0 ? 2.0 * static_cast<double>(footprint.state_bytes_per_sequence) * static_cast<double>(s.batch) / (bandwidth * 1e6)
-                      : 0.0;
+    const double weight_ms =
+        bandwidth > 0 ? static_cast<double>(weights.bytes_per_rank) / (bandwidth * 1e6) : 0.0;
+    const double state_ms = bandwidth > 0 ? 2.0 * static_cast<double>(footprint.state_bytes_per_sequence) *
+                                                static_cast<double>(s.batch) / (bandwidth * 1e6)
+                                          : 0.0;
     const double launch_ms = decode_options.launch_us_per_layer * model.num_layers() / 1000.0;
     s.baseline_ms = weight_ms + state_ms + launch_ms;
-    s.baseline_source = "estimate: weights " + fmt(static_cast<double>(weights.bytes_per_rank) / 1e9, 2) +
-                        " GB/rank at " + fmt(decode_options.bandwidth_efficiency * 100, 0) + "% of " +
-                        fmt(gpu.bandwidth_gbps, 0) + " GB/s = " + fmt(weight_ms, 2) + " ms + recurrent state " +
-                        fmt(state_ms, 3) + " ms + launches " + fmt(decode_options.launch_us_per_layer, 0) +
-                        " us x " + std::to_string(model.num_layers()) + " layers = " + fmt(launch_ms, 2) +
-                        " ms (give a measured --baseline-ms for a real figure)";
+    s.baseline_source =
+        "estimate: weights " + fmt(static_cast<double>(weights.bytes_per_rank) / 1e9, 2) + " GB/rank at " +
+        fmt(decode_options.bandwidth_efficiency * 100, 0) + "% of " + fmt(gpu.bandwidth_gbps, 0) +
+        " GB/s = " + fmt(weight_ms, 2) + " ms + recurrent state " + fmt(state_ms, 3) + " ms + launches " +
+        fmt(decode_options.launch_us_per_layer, 0) + " us x " + std::to_string(model.num_layers()) +
+        " layers = " + fmt(launch_ms, 2) + " ms (give a measured --baseline-ms for a real figure)";
   }
-  s.split_source = "split count: fill the device (about 2 programs per CU/SM, at least 256 tokens per split); "
-                   "vLLM unified attention 3D uses 16 segments";
+  s.split_source =
+      "split count: fill the device (about 2 programs per CU/SM, at least 256 tokens per split); "
+      "vLLM unified attention 3D uses 16 segments";
   return s;
 }
 
@@ -420,11 +430,12 @@ std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const Gp
   const double short_ms = curve.points[0].ms_per_token;
   const double long_ms = curve.points[1].ms_per_token;
   if (short_ms <= 0 || long_ms / short_ms <= 1.5) return std::nullopt;
-  return "decode cliff: " + gates.engine + " runs " + gates.primary.selected + " (no context split: " +
-         std::to_string(scenario.batch) + " x " + std::to_string(gates.primary.kv_heads_per_rank) +
-         " programs) on " + gpu.family + "; predicted " + fmt(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " +
-         fmt(curve.points[1].tok_s, 1) + " tok/s at " + std::to_string(long_context) + " tokens (" +
-         fmt(long_ms / short_ms, 1) + "x slower; non-attention time estimated from weights; calibration: " +
+  return "decode cliff: " + gates.engine + " runs " + gates.primary.selected +
+         " (no context split: " + std::to_string(scenario.batch) + " x " +
+         std::to_string(gates.primary.kv_heads_per_rank) + " programs) on " + gpu.family + "; predicted " +
+         fmt(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " + fmt(curve.points[1].tok_s, 1) + " tok/s at " +
+         std::to_string(long_context) + " tokens (" + fmt(long_ms / short_ms, 1) +
+         "x slower; non-attention time estimated from weights; calibration: " +
          (gpu.arch == "gfx1100" ? "cliff.md gfx1100 figures" : "estimate scaled from gfx1100") +
          "); see `kvsight gates` and `kvsight cliff --model " + model.id + " --gpu " + gpu.id + "`";
 }

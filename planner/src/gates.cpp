@@ -44,37 +44,62 @@ std::string join_strings(const std::vector<std::string>& values) {
 
 const char* field_name(Field field) {
   switch (field) {
-    case Field::head_size: return "head_size";
-    case Field::head_size_v: return "head_size_v";
-    case Field::block_size: return "block_size";
-    case Field::gqa_ratio: return "GQA ratio";
-    case Field::max_seq_len: return "max_seq_len";
-    case Field::sliding_window: return "sliding window";
-    case Field::q_dtype: return "query dtype";
-    case Field::kv_cache_dtype: return "kv_cache_dtype";
-    case Field::alibi: return "ALiBi";
-    case Field::sinks: return "attention sinks";
-    case Field::padded_layout: return "stride-padded KV layout";
-    case Field::compute_capability: return "compute capability";
-    case Field::family: return "family";
-    case Field::env: return "environment";
+    case Field::head_size:
+      return "head_size";
+    case Field::head_size_v:
+      return "head_size_v";
+    case Field::block_size:
+      return "block_size";
+    case Field::gqa_ratio:
+      return "GQA ratio";
+    case Field::max_seq_len:
+      return "max_seq_len";
+    case Field::sliding_window:
+      return "sliding window";
+    case Field::q_dtype:
+      return "query dtype";
+    case Field::kv_cache_dtype:
+      return "kv_cache_dtype";
+    case Field::alibi:
+      return "ALiBi";
+    case Field::sinks:
+      return "attention sinks";
+    case Field::padded_layout:
+      return "stride-padded KV layout";
+    case Field::compute_capability:
+      return "compute capability";
+    case Field::family:
+      return "family";
+    case Field::env:
+      return "environment";
   }
   return "?";
 }
 
 std::int64_t number_of(Field field, const GateInput& in) {
   switch (field) {
-    case Field::head_size: return in.head_size;
-    case Field::head_size_v: return in.head_size_v;
-    case Field::block_size: return in.block_size;
-    case Field::gqa_ratio: return in.gqa_ratio;
-    case Field::max_seq_len: return static_cast<std::int64_t>(in.max_seq_len);
-    case Field::sliding_window: return static_cast<std::int64_t>(in.sliding_window);
-    case Field::alibi: return in.alibi ? 1 : 0;
-    case Field::sinks: return in.sinks ? 1 : 0;
-    case Field::padded_layout: return in.padded_layout ? 1 : 0;
-    case Field::compute_capability: return in.compute_capability;
-    default: return 0;
+    case Field::head_size:
+      return in.head_size;
+    case Field::head_size_v:
+      return in.head_size_v;
+    case Field::block_size:
+      return in.block_size;
+    case Field::gqa_ratio:
+      return in.gqa_ratio;
+    case Field::max_seq_len:
+      return static_cast<std::int64_t>(in.max_seq_len);
+    case Field::sliding_window:
+      return static_cast<std::int64_t>(in.sliding_window);
+    case Field::alibi:
+      return in.alibi ? 1 : 0;
+    case Field::sinks:
+      return in.sinks ? 1 : 0;
+    case Field::padded_layout:
+      return in.padded_layout ? 1 : 0;
+    case Field::compute_capability:
+      return in.compute_capability;
+    default:
+      return 0;
   }
 }
 
@@ -112,7 +137,8 @@ std::string check(const Condition& c, const GateInput& in) {
       return name + " " + shown + " is over " + std::to_string(c.numbers[0]);
     case Test::at_least:
       if (value >= c.numbers[0]) return "";
-      return name + " " + shown + " is below " + (cc ? capability_text(c.numbers[0]) : std::to_string(c.numbers[0]));
+      return name + " " + shown + " is below " +
+             (cc ? capability_text(c.numbers[0]) : std::to_string(c.numbers[0]));
     case Test::multiple_of:
       if (c.numbers[0] != 0 && value % c.numbers[0] == 0) return "";
       return name + " " + shown + " is not a multiple of " + std::to_string(c.numbers[0]);
@@ -147,7 +173,8 @@ std::string check(const Condition& c, const GateInput& in) {
     }
     case Test::equals_head_size:
       if (in.head_size_v == in.head_size) return "";
-      return "head_size_v " + std::to_string(in.head_size_v) + " is not head_size " + std::to_string(in.head_size);
+      return "head_size_v " + std::to_string(in.head_size_v) + " is not head_size " +
+             std::to_string(in.head_size);
   }
   return "";
 }
@@ -175,11 +202,11 @@ void decide_split(const KernelRule& rule, const GateInput& in, KernelVerdict& ve
       verdict.splits_context = in.batch <= threshold;
       verdict.split_rule = verdict.splits_context
                                ? "3D split-KV kernel (16 softmax segments): pure decode with num_seqs " +
-                                     std::to_string(in.batch) + " <= 128 / " + std::to_string(in.kv_heads_per_rank) +
-                                     " = " + std::to_string(threshold)
+                                     std::to_string(in.batch) + " <= 128 / " +
+                                     std::to_string(in.kv_heads_per_rank) + " = " + std::to_string(threshold)
                                : "2D kernel (no split): num_seqs " + std::to_string(in.batch) + " > 128 / " +
-                                     std::to_string(in.kv_heads_per_rank) + " = " + std::to_string(threshold) +
-                                     " (#48076)";
+                                     std::to_string(in.kv_heads_per_rank) + " = " +
+                                     std::to_string(threshold) + " (#48076)";
       return;
     }
     case SplitMode::paged_v1_v2: {
@@ -222,17 +249,20 @@ std::string engine_display(const std::string& engine) {
 // Layer kinds as the gates output names them.
 std::string kind_name(LayerKind kind) {
   switch (kind) {
-    case LayerKind::full_attention: return "full_attention";
-    case LayerKind::sliding_window: return "sliding_window";
-    case LayerKind::chunked_local: return "chunked_local";
-    case LayerKind::mla: return "mla";
-    default: return std::string(to_string(kind));
+    case LayerKind::full_attention:
+      return "full_attention";
+    case LayerKind::sliding_window:
+      return "sliding_window";
+    case LayerKind::chunked_local:
+      return "chunked_local";
+    case LayerKind::mla:
+      return "mla";
+    default:
+      return std::string(to_string(kind));
   }
 }
 
-bool is_quantized_ggml(const std::string& type) {
-  return type != "f16" && type != "f32" && type != "bf16";
-}
+bool is_quantized_ggml(const std::string& type) { return type != "f16" && type != "f32" && type != "bf16"; }
 
 }  // namespace
 
@@ -258,9 +288,11 @@ std::uint64_t parse_engine_version(const std::string& text) {
       break;  // ".dev5", "rc1", "+rocm": the numeric prefix is the version
     }
   }
-  if (!any_digit || (i < body.size() && body[i] != '.' && body[i] != 'r' && body[i] != 'd' && body[i] != '+' &&
-                     body[i] != '-' && !std::isdigit(static_cast<unsigned char>(body[i])))) {
-    throw InputError("--engine-version", "'" + text + "' is not a version; allowed: MAJOR.MINOR[.PATCH] (e.g. 0.23.1)");
+  if (!any_digit ||
+      (i < body.size() && body[i] != '.' && body[i] != 'r' && body[i] != 'd' && body[i] != '+' &&
+       body[i] != '-' && !std::isdigit(static_cast<unsigned char>(body[i])))) {
+    throw InputError("--engine-version",
+                     "'" + text + "' is not a version; allowed: MAJOR.MINOR[.PATCH] (e.g. 0.23.1)");
   }
   if (text[0] == 'b') return parts[0];  // llama.cpp build number
   return parts[0] * 1000000 + parts[1] * 1000 + parts[2];
@@ -281,7 +313,8 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
     for (const Condition& condition : rule.conditions) {
       std::string reason = check(condition, input);
       // One reason per distinct failure (two rules on the same field can both fail).
-      if (!reason.empty() && std::find(verdict.reasons.begin(), verdict.reasons.end(), reason) == verdict.reasons.end()) {
+      if (!reason.empty() &&
+          std::find(verdict.reasons.begin(), verdict.reasons.end(), reason) == verdict.reasons.end()) {
         verdict.reasons.push_back(std::move(reason));
       }
     }
@@ -301,11 +334,13 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
 GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
   const std::vector<std::string> engines = gate_engines();
   if (std::find(engines.begin(), engines.end(), options.engine) == engines.end()) {
-    throw InputError("--engine", "'" + options.engine + "' has no gate rules; allowed: vllm, sglang, trtllm, llamacpp");
+    throw InputError("--engine",
+                     "'" + options.engine + "' has no gate rules; allowed: vllm, sglang, trtllm, llamacpp");
   }
   if (options.tp == 0) throw InputError("--tp", "must be at least 1; allowed: 1, 2, 4, 8, ...");
   if (model.attention_layer_count() == 0) {
-    throw InputError("--model", "'" + model.id + "' has no attention layers; gates apply to attention layers only");
+    throw InputError("--model",
+                     "'" + model.id + "' has no attention layers; gates apply to attention layers only");
   }
   const std::string& engine = options.engine;
   const std::string display = engine_display(engine);
@@ -313,9 +348,9 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
 
   GateResult result;
   result.engine = engine;
-  result.engine_version = options.engine_version.empty()
-                              ? gates_detail::newest_known_version_text(engine) + " (newest known; --engine-version)"
-                              : options.engine_version;
+  result.engine_version = options.engine_version.empty() ? gates_detail::newest_known_version_text(engine) +
+                                                               " (newest known; --engine-version)"
+                                                         : options.engine_version;
   result.family = gpu.family;
   result.tp = options.tp;
 
@@ -335,7 +370,8 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     result.block_size_source = options.block_size ? "--page-size" : "SGLang default page size 1";
   } else if (engine == "trtllm") {
     result.block_size = options.block_size.value_or(32);
-    result.block_size_source = options.block_size ? "tokens_per_block" : "TensorRT-LLM default tokens_per_block 32";
+    result.block_size_source =
+        options.block_size ? "tokens_per_block" : "TensorRT-LLM default tokens_per_block 32";
   } else {
     result.block_size = 0;
     result.block_size_source = "llama.cpp has no paged KV (one slot pool)";
@@ -380,7 +416,8 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   std::vector<Key> order;
   for (const LayerSpec& layer : model.layers) {
     if (!layer.is_attention()) continue;
-    const Key key{static_cast<int>(layer.kind), layer.head_dim_k, layer.head_dim_v, layer.kv_heads, layer.window};
+    const Key key{static_cast<int>(layer.kind), layer.head_dim_k, layer.head_dim_v, layer.kv_heads,
+                  layer.window};
     auto found = groups.find(key);
     if (found == groups.end()) {
       order.push_back(key);
@@ -442,22 +479,23 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     // attention heads (H) must be divisible by tensor parallel size (T)."
     const bool divides = q_heads % options.tp == 0;
     add("tensor parallel size divides attention heads", divides,
-        "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") + std::to_string(q_heads) +
-            " attention heads" + (divides ? "" : ": " + display + " refuses to start"),
+        "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") +
+            std::to_string(q_heads) + " attention heads" +
+            (divides ? "" : ": " + display + " refuses to start"),
         "vllm/config/model.py verify_with_parallel_config; SGLang model_config.py (same check)");
     // vllm/model_executor/layers/linear.py QKVParallelLinear: KV heads are split
     // (kv % tp == 0) or replicated (tp % kv == 0); anything else fails divide().
     const std::uint32_t kv = model.num_kv_heads;
     if (kv > 0 && !model.mla) {
       const bool ok = kv % options.tp == 0 || options.tp % kv == 0;
-      std::string detail = ok ? (options.tp > kv ? "tp " + std::to_string(options.tp) + " > " + std::to_string(kv) +
-                                                       " KV heads: each KV head replicated on " +
-                                                       std::to_string(options.tp / kv) + " ranks (1 per rank)"
-                                                 : std::to_string(kv) + " KV heads / tp " +
-                                                       std::to_string(options.tp) + " = " +
-                                                       std::to_string(kv / options.tp) + " per rank")
-                              : "tp " + std::to_string(options.tp) + " and " + std::to_string(kv) +
-                                    " KV heads: neither divides the other";
+      std::string detail =
+          ok ? (options.tp > kv ? "tp " + std::to_string(options.tp) + " > " + std::to_string(kv) +
+                                      " KV heads: each KV head replicated on " +
+                                      std::to_string(options.tp / kv) + " ranks (1 per rank)"
+                                : std::to_string(kv) + " KV heads / tp " + std::to_string(options.tp) +
+                                      " = " + std::to_string(kv / options.tp) + " per rank")
+             : "tp " + std::to_string(options.tp) + " and " + std::to_string(kv) +
+                   " KV heads: neither divides the other";
       add("KV heads split or replicated evenly", ok, detail,
           "vllm/model_executor/layers/linear.py QKVParallelLinear (divide)");
     }
@@ -472,11 +510,13 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
           "vllm/config/cache.py BlockSize");
     }
     // vllm/config/cache.py CacheDType.
-    static const std::vector<std::string> kv_types = {"auto",     "bfloat16", "float16",  "bf16",   "fp16",
-                                                      "fp8",      "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla"};
+    static const std::vector<std::string> kv_types = {"auto",    "bfloat16",  "float16",  "bf16",
+                                                      "fp16",    "fp8",       "fp8_e4m3", "fp8_e5m2",
+                                                      "fp8_inc", "fp8_ds_mla"};
     const bool kv_ok = std::find(kv_types.begin(), kv_types.end(), options.kv_cache_dtype) != kv_types.end();
     add("--kv-cache-dtype supported", kv_ok,
-        "kv_cache_dtype " + options.kv_cache_dtype + (kv_ok ? " is" : " is not") + " one of " + join_strings(kv_types),
+        "kv_cache_dtype " + options.kv_cache_dtype + (kv_ok ? " is" : " is not") + " one of " +
+            join_strings(kv_types),
         "vllm/config/cache.py CacheDType");
     // vllm/config/model.py _get_and_verify_max_len: a max_model_len above the model's
     // derived maximum is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
@@ -497,16 +537,18 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     add("quantized V cache needs FlashAttention", ok,
         "cache_type_v " + options.cache_type_v + (ok ? "" : " is quantized but FlashAttention is refused"),
         "src/llama-context.cpp (llama.cpp master)");
-    result.notes.push_back("llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored");
+    result.notes.push_back(
+        "llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored");
   }
   for (const LayerGroupGate& group : result.groups) {
     if (group.selected.empty()) {
       std::vector<std::string> refused;
       for (const KernelVerdict& verdict : group.kernels) refused.push_back(verdict.kernel);
       add("an attention kernel admits the " + group.kind + " layers", false,
-          "no " + display + " kernel on " + gpu.family + " admits head_size " + std::to_string(group.head_size) +
-              ", block_size " + std::to_string(result.block_size) +
-              (refused.empty() ? " (none exists for this family)" : " (refused: " + join_strings(refused) + ")"),
+          "no " + display + " kernel on " + gpu.family + " admits head_size " +
+              std::to_string(group.head_size) + ", block_size " + std::to_string(result.block_size) +
+              (refused.empty() ? " (none exists for this family)"
+                               : " (refused: " + join_strings(refused) + ")"),
           "see attention.refused");
     }
   }
@@ -514,7 +556,8 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   if (engine == "vllm" && version >= gates_detail::newest_known_version("vllm") &&
       !options.engine_version.empty() && version > gates_detail::newest_known_version("vllm")) {
     result.notes.push_back("engine version " + options.engine_version + " is newer than the rules (" +
-                           gates_detail::newest_known_version_text("vllm") + "): re-check against its source");
+                           gates_detail::newest_known_version_text("vllm") +
+                           "): re-check against its source");
   }
   result.notes.push_back("max_seq_len is the batch's longest sequence at run time; evaluated here at " +
                          std::to_string(max_seq_len) + " (--max-model-len, else the model's maximum)");
@@ -523,13 +566,15 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     // identified): decode goes through unified_attention (3D split-KV when num_seqs <=
     // 128 / kv_heads) and the native kernel only up to 2048 tokens with GQA > 4.
     result.notes.push_back(
-        "vLLM main after 0.27.1 (rocm_attn.py content-packed cache, release not identified) sends ROCM_ATTN decode "
+        "vLLM main after 0.27.1 (rocm_attn.py content-packed cache, release not identified) sends ROCM_ATTN "
+        "decode "
         "through Triton unified attention (3D split-KV for num_seqs <= 128 / kv_heads) instead of "
         "chunked_prefill_paged_decode; if your build has that, the ROCm fallback above does not apply");
   }
   if (engine == "vllm" && (gpu.family == "gfx11" || gpu.family == "gfx12")) {
     result.notes.push_back(
-        "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel 2-6x "
+        "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel "
+        "2-6x "
         "faster than the fallback at GQA 1-2)");
   }
   return result;

@@ -38,9 +38,17 @@ std::vector<KernelRule> build_rules() {
   const std::string rocm_src =
       "vllm/platforms/rocm.py use_rocm_custom_paged_attention + "
       "vllm/v1/attention/ops/chunked_prefill_paged_decode.py (vLLM 0.23.1 .. main; PR #17004, issue #50264)";
-  rules.push_back({"vllm", "rocm_custom_paged_attention", "ROCm custom paged attention (paged_attention_rocm)",
-                   "ROCM_ATTN", {"gfx9"}, kVllmPr17004, UINT64_MAX, false, SplitMode::always,
-                   {no_sliding(), half_q(),
+  rules.push_back({"vllm",
+                   "rocm_custom_paged_attention",
+                   "ROCm custom paged attention (paged_attention_rocm)",
+                   "ROCM_ATTN",
+                   {"gfx9"},
+                   kVllmPr17004,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
+                   {no_sliding(),
+                    half_q(),
                     {Field::head_size, Test::one_of, {64, 128}, {}, ""},
                     {Field::block_size, Test::one_of, {16, 32}, {}, ""},
                     {Field::gqa_ratio, Test::in_range, {1, 16}, {}, ""},
@@ -51,9 +59,17 @@ std::vector<KernelRule> build_rules() {
                    rocm_src});
   // RDNA branch. GQA 3..16 is a speed heuristic from May 2025, not a capability
   // limit (#50603 measured the custom kernel 2-6x faster than the fallback at GQA 1-2).
-  rules.push_back({"vllm", "rocm_custom_paged_attention", "ROCm custom paged attention (paged_attention_rocm)",
-                   "ROCM_ATTN", {"gfx11", "gfx12"}, kVllmPr17004, UINT64_MAX, false, SplitMode::always,
-                   {no_sliding(), half_q(),
+  rules.push_back({"vllm",
+                   "rocm_custom_paged_attention",
+                   "ROCm custom paged attention (paged_attention_rocm)",
+                   "ROCM_ATTN",
+                   {"gfx11", "gfx12"},
+                   kVllmPr17004,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
+                   {no_sliding(),
+                    half_q(),
                     {Field::head_size, Test::one_of, {128}, {}, ""},
                     {Field::block_size, Test::one_of, {16}, {}, ""},
                     {Field::gqa_ratio, Test::in_range, {3, 16}, {}, ""},
@@ -67,48 +83,98 @@ std::vector<KernelRule> build_rules() {
   // Before PR #17004: gfx9 only, max_seq_len <= 32768; RDNA never.
   const std::string rocm_old_src =
       "vllm/platforms/rocm.py use_rocm_custom_paged_attention before PR #17004 (vLLM < 0.9.0, approximate)";
-  rules.push_back({"vllm", "rocm_custom_paged_attention", "ROCm custom paged attention (paged_attention_rocm)",
-                   "ROCM_ATTN", {"gfx9"}, 0, kVllmPr17004, false, SplitMode::always,
-                   {no_sliding(), half_q(),
+  rules.push_back({"vllm",
+                   "rocm_custom_paged_attention",
+                   "ROCm custom paged attention (paged_attention_rocm)",
+                   "ROCM_ATTN",
+                   {"gfx9"},
+                   0,
+                   kVllmPr17004,
+                   false,
+                   SplitMode::always,
+                   {no_sliding(),
+                    half_q(),
                     {Field::head_size, Test::one_of, {64, 128}, {}, ""},
                     {Field::block_size, Test::one_of, {16, 32}, {}, ""},
                     {Field::gqa_ratio, Test::in_range, {1, 16}, {}, ""},
                     {Field::max_seq_len, Test::at_most, {32768}, {}, ""},
                     {Field::block_size, Test::power_of_two, {}, {}, ""}},
                    rocm_old_src});
-  rules.push_back({"vllm", "rocm_custom_paged_attention", "ROCm custom paged attention (paged_attention_rocm)",
-                   "ROCM_ATTN", {"gfx11", "gfx12"}, 0, kVllmPr17004, false, SplitMode::always,
-                   {{Field::family, Test::never, {}, {},
+  rules.push_back({"vllm",
+                   "rocm_custom_paged_attention",
+                   "ROCm custom paged attention (paged_attention_rocm)",
+                   "ROCM_ATTN",
+                   {"gfx11", "gfx12"},
+                   0,
+                   kVllmPr17004,
+                   false,
+                   SplitMode::always,
+                   {{Field::family,
+                     Test::never,
+                     {},
+                     {},
                      "RDNA (gfx11/gfx12) never gets the custom kernel before PR #17004 (vLLM < 0.9.0)"}},
                    rocm_old_src});
   // gfx10 (RDNA2): neither ON_GFX9 nor ON_GFX1X (which checks "gfx11", "gfx12").
-  rules.push_back({"vllm", "rocm_custom_paged_attention", "ROCm custom paged attention (paged_attention_rocm)",
-                   "ROCM_ATTN", {"gfx10"}, 0, UINT64_MAX, false, SplitMode::always,
-                   {{Field::family, Test::never, {}, {},
+  rules.push_back({"vllm",
+                   "rocm_custom_paged_attention",
+                   "ROCm custom paged attention (paged_attention_rocm)",
+                   "ROCM_ATTN",
+                   {"gfx10"},
+                   0,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
+                   {{Field::family,
+                     Test::never,
+                     {},
+                     {},
                      "family gfx10 is neither gfx9 (gfx90a/gfx942/gfx950) nor gfx11/gfx12"}},
                    rocm_src});
   // The fallback: Triton kernel_paged_attention_2d, grid (num_seqs, num_kv_heads),
   // each program walks the whole context (chunked_prefill_paged_decode.py). The
   // ROCM_ATTN backend accepts any multiple of 16 (rocm_attn.py get_kv_cache_shape,
   // get_supported_kernel_block_sizes MultipleOf(16), PR #31380).
-  rules.push_back({"vllm", "triton_paged_attention_2d", "Triton kernel_paged_attention_2d (ROCm fallback)",
-                   "ROCM_ATTN", kRocm, 0, UINT64_MAX, false, SplitMode::never,
+  rules.push_back({"vllm",
+                   "triton_paged_attention_2d",
+                   "Triton kernel_paged_attention_2d (ROCm fallback)",
+                   "ROCM_ATTN",
+                   kRocm,
+                   0,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::never,
                    {{Field::block_size, Test::multiple_of, {16}, {}, ""},
                     {Field::head_size, Test::one_of, {32, 64, 80, 96, 128, 160, 192, 224, 256, 512}, {}, ""}},
                    "vllm/v1/attention/ops/chunked_prefill_paged_decode.py kernel_paged_attention_2d; "
                    "vllm/v1/attention/backends/rocm_attn.py get_supported_head_sizes (main, 2026)"});
   // AITER flash attention: only with VLLM_ROCM_USE_AITER=1 (default off), gfx9.
-  rules.push_back({"vllm", "rocm_aiter_fa", "AITER flash attention (ROCM_AITER_FA)", "ROCM_AITER_FA", kRocm, 0,
-                   UINT64_MAX, false, SplitMode::always,
-                   {{Field::env, Test::never, {}, {}, "VLLM_ROCM_USE_AITER is off by default"}},
-                   "vllm/platforms/rocm.py _get_backend_priorities (rocm_aiter_ops.is_mha_enabled) (main, 2026)"});
+  rules.push_back(
+      {"vllm",
+       "rocm_aiter_fa",
+       "AITER flash attention (ROCM_AITER_FA)",
+       "ROCM_AITER_FA",
+       kRocm,
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::env, Test::never, {}, {}, "VLLM_ROCM_USE_AITER is off by default"}},
+       "vllm/platforms/rocm.py _get_backend_priorities (rocm_aiter_ops.is_mha_enabled) (main, 2026)"});
 
   // ---------------------------------------------------------------- vLLM, CUDA
   // FlashAttention (V1): vllm/v1/attention/backends/flash_attn.py: head_size % 8 == 0
   // and <= 256, compute capability >= 8.0, block_size a multiple of 16 (gates.md).
   // Decode splits the KV (flash_attn num_splits / FA3 scheduler metadata).
-  rules.push_back({"vllm", "flash_attn", "FlashAttention (flash_attn_varlen_func, paged KV)", "FLASH_ATTN", kCuda,
-                   kVllmV1Default, UINT64_MAX, false, SplitMode::always,
+  rules.push_back({"vllm",
+                   "flash_attn",
+                   "FlashAttention (flash_attn_varlen_func, paged KV)",
+                   "FLASH_ATTN",
+                   kCuda,
+                   kVllmV1Default,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {80}, {}, ""},
                     {Field::head_size, Test::multiple_of, {8}, {}, ""},
                     {Field::head_size, Test::at_most, {256}, {}, ""},
@@ -121,8 +187,15 @@ std::vector<KernelRule> build_rules() {
                    "(mid-2025 .. main; gates.md)"});
   // FlashInfer: head sizes 64/128/256, block sizes 16/32/64 (gates.md); decode
   // splits the KV (BatchDecodeWithPagedKVCache partition-kv).
-  rules.push_back({"vllm", "flashinfer", "FlashInfer (BatchDecodeWithPagedKVCache)", "FLASHINFER", kCuda,
-                   kVllmV1Default, UINT64_MAX, false, SplitMode::always,
+  rules.push_back({"vllm",
+                   "flashinfer",
+                   "FlashInfer (BatchDecodeWithPagedKVCache)",
+                   "FLASHINFER",
+                   kCuda,
+                   kVllmV1Default,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {75}, {}, ""},
                     {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
                     {Field::block_size, Test::one_of, {16, 32, 64}, {}, ""}},
@@ -131,15 +204,30 @@ std::vector<KernelRule> build_rules() {
   // TRITON_ATTN backend: vllm/v1/attention/backends/triton_attn.py: 3D split-KV
   // kernel for pure decode when num_seqs <= seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D
   // (128) // num_kv_heads, NUM_PAR_SOFTMAX_SEGMENTS = 16; 2D otherwise (#48076).
-  rules.push_back({"vllm", "triton_unified_attention", "Triton unified attention (2D / 3D split-KV)",
-                   "TRITON_ATTN", kAll, kVllmV1Default, UINT64_MAX, false, SplitMode::triton_3d,
-                   {{Field::block_size, Test::multiple_of, {16}, {}, ""}},
-                   "vllm/v1/attention/backends/triton_attn.py + ops/triton_unified_attention.py (main, 2026; #48076)"});
+  rules.push_back(
+      {"vllm",
+       "triton_unified_attention",
+       "Triton unified attention (2D / 3D split-KV)",
+       "TRITON_ATTN",
+       kAll,
+       kVllmV1Default,
+       UINT64_MAX,
+       false,
+       SplitMode::triton_3d,
+       {{Field::block_size, Test::multiple_of, {16}, {}, ""}},
+       "vllm/v1/attention/backends/triton_attn.py + ops/triton_unified_attention.py (main, 2026; #48076)"});
 
   // V0 (< 0.8.0): FLASH_ATTN for CC >= 8.0 and its head sizes, else XFORMERS with
   // the CUDA paged_attention v1/v2 kernels for decode.
-  rules.push_back({"vllm", "flash_attn", "FlashAttention (V0, flash_attn_with_kvcache)", "FLASH_ATTN", kCuda, 0,
-                   kVllmV1Default, false, SplitMode::always,
+  rules.push_back({"vllm",
+                   "flash_attn",
+                   "FlashAttention (V0, flash_attn_with_kvcache)",
+                   "FLASH_ATTN",
+                   kCuda,
+                   0,
+                   kVllmV1Default,
+                   false,
+                   SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {80}, {}, ""},
                     {Field::head_size, Test::one_of, {32, 64, 96, 128, 160, 192, 224, 256}, {}, ""},
                     {Field::block_size, Test::multiple_of, {16}, {}, ""},
@@ -149,23 +237,46 @@ std::vector<KernelRule> build_rules() {
   // csrc/attention/paged_attention_v{1,2}.cu: head sizes 32..256, block sizes 8/16/32,
   // v1 when max_seq_len <= 8192 and (one partition or num_seqs x num_heads > 512),
   // else v2 with PARTITION_SIZE 512 and a reduce (vllm/attention/ops/paged_attn.py).
-  rules.push_back({"vllm", "cuda_paged_attention", "CUDA paged_attention v1/v2 (XFORMERS decode)", "XFORMERS",
-                   kCuda, 0, kVllmV1Default, false, SplitMode::paged_v1_v2,
-                   {{Field::head_size, Test::one_of, {32, 64, 80, 96, 112, 120, 128, 192, 256}, {}, ""},
-                    {Field::block_size, Test::one_of, {8, 16, 32}, {}, ""}},
-                   "csrc/attention/paged_attention_v1.cu, paged_attention_v2.cu, vllm/attention/ops/paged_attn.py "
-                   "(V0, < 0.8.0)"});
+  rules.push_back(
+      {"vllm",
+       "cuda_paged_attention",
+       "CUDA paged_attention v1/v2 (XFORMERS decode)",
+       "XFORMERS",
+       kCuda,
+       0,
+       kVllmV1Default,
+       false,
+       SplitMode::paged_v1_v2,
+       {{Field::head_size, Test::one_of, {32, 64, 80, 96, 112, 120, 128, 192, 256}, {}, ""},
+        {Field::block_size, Test::one_of, {8, 16, 32}, {}, ""}},
+       "csrc/attention/paged_attention_v1.cu, paged_attention_v2.cu, vllm/attention/ops/paged_attn.py "
+       "(V0, < 0.8.0)"});
 
   // ---------------------------------------------------------------- vLLM, MLA
   // MLA layers: FlashMLA on Hopper/Blackwell with block 64 (overheads.md: MLA
   // backends force 64), Triton MLA everywhere (decode splits: num_kv_splits).
-  rules.push_back({"vllm", "flashmla", "FlashMLA", "FLASHMLA", kCuda, kVllmV1Default, UINT64_MAX, true,
+  rules.push_back({"vllm",
+                   "flashmla",
+                   "FlashMLA",
+                   "FLASHMLA",
+                   kCuda,
+                   kVllmV1Default,
+                   UINT64_MAX,
+                   true,
                    SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {90}, {}, ""},
                     {Field::block_size, Test::one_of, {64}, {}, ""}},
                    "vllm/v1/attention/backends/mla/flashmla.py (main, 2026)"});
-  rules.push_back({"vllm", "triton_mla", "Triton MLA (decode_attention, num_kv_splits)", "TRITON_MLA", kAll, 0,
-                   UINT64_MAX, true, SplitMode::always, {},
+  rules.push_back({"vllm",
+                   "triton_mla",
+                   "Triton MLA (decode_attention, num_kv_splits)",
+                   "TRITON_MLA",
+                   kAll,
+                   0,
+                   UINT64_MAX,
+                   true,
+                   SplitMode::always,
+                   {},
                    "vllm/v1/attention/backends/mla/triton_mla.py (main, 2026)"});
 
   // ---------------------------------------------------------------- llama.cpp
@@ -175,15 +286,31 @@ std::vector<KernelRule> build_rules() {
   // with the GQA optimisation. K/V types f16, f32, bf16, q4_0, q8_0 (q4_1/q5_0/q5_1
   // need GGML_CUDA_FA_ALL_QUANTS). The vec/tile/mma kernels split the KV across
   // parallel blocks and combine (launch_fattn), so the context is split.
-  rules.push_back({"llamacpp", "llamacpp_flash_attn", "llama.cpp FlashAttention (fattn vec/tile/mma)", "-fa", kAll,
-                   0, UINT64_MAX, false, SplitMode::always,
-                   {{Field::head_size, Test::one_of, {40, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576}, {}, ""},
-                    {Field::kv_cache_dtype, Test::str_one_of, {}, {"f16", "f32", "bf16", "q4_0", "q8_0"}, ""}},
-                   "ggml/src/ggml-cuda/fattn.cu ggml_cuda_get_best_fattn_kernel (llama.cpp master, 2026)"});
+  rules.push_back(
+      {"llamacpp",
+       "llamacpp_flash_attn",
+       "llama.cpp FlashAttention (fattn vec/tile/mma)",
+       "-fa",
+       kAll,
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::head_size, Test::one_of, {40, 64, 72, 80, 96, 112, 128, 192, 256, 320, 512, 576}, {}, ""},
+        {Field::kv_cache_dtype, Test::str_one_of, {}, {"f16", "f32", "bf16", "q4_0", "q8_0"}, ""}},
+       "ggml/src/ggml-cuda/fattn.cu ggml_cuda_get_best_fattn_kernel (llama.cpp master, 2026)"});
   // Without FlashAttention: KQ = mul_mat(K, Q), soft_max, KQV = mul_mat(V, KQ): matrix
   // products parallel over the context (src/llama-graph.cpp build_attn_mha).
-  rules.push_back({"llamacpp", "llamacpp_mul_mat_attention", "llama.cpp attention without FA (mul_mat + soft_max)",
-                   "-fa off", kAll, 0, UINT64_MAX, false, SplitMode::always, {},
+  rules.push_back({"llamacpp",
+                   "llamacpp_mul_mat_attention",
+                   "llama.cpp attention without FA (mul_mat + soft_max)",
+                   "-fa off",
+                   kAll,
+                   0,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
+                   {},
                    "src/llama-graph.cpp build_attn_mha (llama.cpp master, 2026)"});
 
   // ---------------------------------------------------------------- SGLang
@@ -191,35 +318,81 @@ std::vector<KernelRule> build_rules() {
   // Hopper (CC 9.x), flashinfer on other CUDA GPUs, aiter on gfx9 (MI300), triton
   // otherwise. The Triton decode kernel splits (num_kv_splits,
   // python/sglang/srt/layers/attention/triton_ops/decode_attention.py).
-  rules.push_back({"sglang", "sglang_fa3", "SGLang fa3 backend", "fa3", kCuda, 0, UINT64_MAX, false,
+  rules.push_back(
+      {"sglang",
+       "sglang_fa3",
+       "SGLang fa3 backend",
+       "fa3",
+       kCuda,
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::compute_capability, Test::in_range, {90, 99}, {}, ""},
+        {Field::head_size, Test::at_most, {256}, {}, ""}},
+       "python/sglang/srt/server_args.py, layers/attention/flashattention_backend.py (2025-2026)"});
+  rules.push_back({"sglang",
+                   "sglang_flashinfer",
+                   "SGLang flashinfer backend",
+                   "flashinfer",
+                   kCuda,
+                   0,
+                   UINT64_MAX,
+                   false,
                    SplitMode::always,
-                   {{Field::compute_capability, Test::in_range, {90, 99}, {}, ""},
-                    {Field::head_size, Test::at_most, {256}, {}, ""}},
-                   "python/sglang/srt/server_args.py, layers/attention/flashattention_backend.py (2025-2026)"});
-  rules.push_back({"sglang", "sglang_flashinfer", "SGLang flashinfer backend", "flashinfer", kCuda, 0, UINT64_MAX,
-                   false, SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {75}, {}, ""},
                     {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""}},
                    "python/sglang/srt/server_args.py, layers/attention/flashinfer_backend.py (2025-2026)"});
-  rules.push_back({"sglang", "sglang_aiter", "SGLang aiter backend", "aiter", {"gfx9"}, 0, UINT64_MAX, false,
+  rules.push_back(
+      {"sglang",
+       "sglang_aiter",
+       "SGLang aiter backend",
+       "aiter",
+       {"gfx9"},
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::head_size, Test::one_of, {64, 128, 256}, {}, ""}},
+       "python/sglang/srt/server_args.py (HIP default), layers/attention/aiter_backend.py (2025-2026)"});
+  rules.push_back({"sglang",
+                   "sglang_triton",
+                   "SGLang triton backend (decode_attention, num_kv_splits)",
+                   "triton",
+                   kAll,
+                   0,
+                   UINT64_MAX,
+                   false,
                    SplitMode::always,
-                   {{Field::head_size, Test::one_of, {64, 128, 256}, {}, ""}},
-                   "python/sglang/srt/server_args.py (HIP default), layers/attention/aiter_backend.py (2025-2026)"});
-  rules.push_back({"sglang", "sglang_triton", "SGLang triton backend (decode_attention, num_kv_splits)", "triton",
-                   kAll, 0, UINT64_MAX, false, SplitMode::always, {},
+                   {},
                    "python/sglang/srt/layers/attention/triton_ops/decode_attention.py (2025-2026)"});
 
   // ---------------------------------------------------------------- TensorRT-LLM
   // At the level its public docs support: XQA for GQA/MQA decode, else masked
   // multi-head attention with multi-block mode on (splits long contexts).
-  rules.push_back({"trtllm", "trtllm_xqa", "TensorRT-LLM XQA decode kernel", "xqa", kCuda, 0, UINT64_MAX, false,
+  rules.push_back({"trtllm",
+                   "trtllm_xqa",
+                   "TensorRT-LLM XQA decode kernel",
+                   "xqa",
+                   kCuda,
+                   0,
+                   UINT64_MAX,
+                   false,
                    SplitMode::always,
                    {{Field::compute_capability, Test::at_least, {80}, {}, ""},
                     {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
                     {Field::gqa_ratio, Test::at_least, {2}, {}, ""}},
                    "cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/ (XQA), docs gpt-attention.md"});
-  rules.push_back({"trtllm", "trtllm_mmha", "TensorRT-LLM masked multi-head attention (multi-block mode)", "mmha",
-                   kCuda, 0, UINT64_MAX, false, SplitMode::always, {},
+  rules.push_back({"trtllm",
+                   "trtllm_mmha",
+                   "TensorRT-LLM masked multi-head attention (multi-block mode)",
+                   "mmha",
+                   kCuda,
+                   0,
+                   UINT64_MAX,
+                   false,
+                   SplitMode::always,
+                   {},
                    "cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/, docs gpt-attention.md "
                    "(multi_block_mode)"});
   return rules;

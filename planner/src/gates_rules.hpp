@@ -32,9 +32,9 @@ enum class Test {
   at_least,     // numbers[0]
   multiple_of,  // numbers[0]
   power_of_two,
-  absent,       // the value is 0 / false
-  str_one_of,   // strings
-  never,        // always fails with `label`
+  absent,            // the value is 0 / false
+  str_one_of,        // strings
+  never,             // always fails with `label`
   equals_head_size,  // head_size_v == head_size
   fa_kv_dtype,       // vLLM FlashAttention: "auto", or fp8 with FA3 (compute capability 9.x)
 };
@@ -49,10 +49,10 @@ struct Condition {
 
 // How the kernel treats the context at decode.
 enum class SplitMode {
-  never,            // one program per (sequence, KV head), whole context serially
-  always,           // a split-KV / partitioned kernel: fills the device
-  triton_3d,        // vLLM unified attention: 3D split kernel when batch <= 128 / kv_heads
-  paged_v1_v2,      // vLLM paged_attention v1 (no split) / v2 (partitions of 512)
+  never,        // one program per (sequence, KV head), whole context serially
+  always,       // a split-KV / partitioned kernel: fills the device
+  triton_3d,    // vLLM unified attention: 3D split kernel when batch <= 128 / kv_heads
+  paged_v1_v2,  // vLLM paged_attention v1 (no split) / v2 (partitions of 512)
 };
 
 struct KernelRule {

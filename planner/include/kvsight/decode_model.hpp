@@ -25,11 +25,11 @@ namespace kvsight {
 
 // Per-device kernel constants.
 struct KernelCalibration {
-  std::string source;               // where every number below comes from
-  double call_overhead_us = 0;      // t0: per-call time at zero context (launch + fixed work)
-  double per_program_gbps = 0;      // streaming rate of ONE program of the no-split kernel, GB/s (1e9)
-  double achieved_bandwidth_gbps = 0;  // what a kernel that fills the device reaches, GB/s
-  double reduce_us = 0;             // split-KV reduce per call
+  std::string source;                     // where every number below comes from
+  double call_overhead_us = 0;            // t0: per-call time at zero context (launch + fixed work)
+  double per_program_gbps = 0;            // streaming rate of ONE program of the no-split kernel, GB/s (1e9)
+  double achieved_bandwidth_gbps = 0;     // what a kernel that fills the device reaches, GB/s
+  double reduce_us = 0;                   // split-KV reduce per call
   std::uint32_t concurrent_programs = 0;  // programs the device runs at once (one per CU/SM)
   // The measured shape the per-program rate came from (bytes per token per program).
   double calibrated_bytes_per_token_per_program = 0;
@@ -39,12 +39,12 @@ struct KernelCalibration {
 struct DecodeLayerGroup {
   std::uint32_t layers = 0;
   std::uint32_t kv_heads_per_rank = 1;
-  std::uint32_t head_dim = 128;        // K head dim
-  std::uint32_t head_dim_v = 128;      // V head dim (0: MLA latent stored once)
+  std::uint32_t head_dim = 128;               // K head dim
+  std::uint32_t head_dim_v = 128;             // V head dim (0: MLA latent stored once)
   double bytes_per_token_per_program = 1024;  // K + V bytes one program reads per token (one KV head)
-  std::uint64_t window = 0;            // sliding window / chunk: context capped here; 0 = none
+  std::uint64_t window = 0;                   // sliding window / chunk: context capped here; 0 = none
   bool splits_context = false;
-  std::string kernel;                  // selected kernel id
+  std::string kernel;  // selected kernel id
   // Split count of a split kernel at context c; 0 = fill the device (see split_count()).
   std::uint32_t fixed_splits = 0;
 };
@@ -53,13 +53,13 @@ struct DecodeScenario {
   std::string name;
   std::uint64_t batch = 1;
   std::vector<DecodeLayerGroup> groups;
-  double baseline_ms = 0;            // non-attention time per step
+  double baseline_ms = 0;  // non-attention time per step
   std::string baseline_source;
   KernelCalibration calibration;
   // How the split path is modelled for the side-by-side split curve.
-  std::uint32_t split_min_context = 0;  // no split below this context (0 = split always)
-  std::uint32_t split_max = 0;          // cap on splits (0 = fill the device)
-  std::uint64_t split_full_context = 0; // splits reach split_max from this context (0 = at once)
+  std::uint32_t split_min_context = 0;   // no split below this context (0 = split always)
+  std::uint32_t split_max = 0;           // cap on splits (0 = fill the device)
+  std::uint64_t split_full_context = 0;  // splits reach split_max from this context (0 = at once)
   std::string split_source;
 };
 
@@ -79,8 +79,8 @@ struct DecodeCurve {
 };
 
 // Split count a split kernel uses at context c with `programs` (batch x kv heads).
-std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup& group, std::uint64_t context,
-                          bool force_split);
+std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup& group,
+                          std::uint64_t context, bool force_split);
 
 // Time of one attention call of `group` at context c.
 //   no split:  t0 + c x B / r                      (B bytes/token/program, r per-program rate)
@@ -106,10 +106,10 @@ KernelCalibration calibration_from_probe_json(const std::string& json_text, cons
                                               const GpuSpec& gpu);
 
 struct DecodeModelOptions {
-  std::optional<double> baseline_ms;       // measured non-attention time per step
+  std::optional<double> baseline_ms;  // measured non-attention time per step
   std::optional<KernelCalibration> calibration;
-  double bandwidth_efficiency = 0.7;       // achieved / peak for the weights estimate
-  double launch_us_per_layer = 10.0;       // kernel launches per layer when not given a baseline
+  double bandwidth_efficiency = 0.7;  // achieved / peak for the weights estimate
+  double launch_us_per_layer = 10.0;  // kernel launches per layer when not given a baseline
 };
 
 // Builds the scenario for a model on a device under an engine's gates.

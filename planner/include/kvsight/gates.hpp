@@ -17,9 +17,9 @@ namespace kvsight {
 // The facts a gate looks at, for one group of identical attention layers on one rank.
 struct GateInput {
   std::string engine = "vllm";
-  std::string engine_version;  // "" = the newest the rules know
-  std::string family;          // GpuSpec::family: cuda, gfx9, gfx10, gfx11, gfx12
-  std::string arch;            // sm_90, gfx1100 ...
+  std::string engine_version;            // "" = the newest the rules know
+  std::string family;                    // GpuSpec::family: cuda, gfx9, gfx10, gfx11, gfx12
+  std::string arch;                      // sm_90, gfx1100 ...
   std::uint32_t compute_capability = 0;  // CUDA: 10 x major + minor (sm_90 -> 90); 0 on AMD
   std::string q_dtype = "bf16";          // query/activation dtype: bf16, fp16, fp32
   std::string kv_cache_dtype = "auto";   // as the user gave it
@@ -28,8 +28,8 @@ struct GateInput {
   std::uint32_t block_size = 16;         // the block size the engine really uses
   std::uint32_t q_heads_per_rank = 0;
   std::uint32_t kv_heads_per_rank = 0;
-  std::uint32_t gqa_ratio = 0;      // q_heads_per_rank / kv_heads_per_rank
-  std::uint64_t max_seq_len = 0;    // max_model_len
+  std::uint32_t gqa_ratio = 0;       // q_heads_per_rank / kv_heads_per_rank
+  std::uint64_t max_seq_len = 0;     // max_model_len
   std::uint64_t sliding_window = 0;  // 0 = none
   std::uint64_t batch = 1;           // sequences decoding together
   bool alibi = false;
@@ -40,34 +40,34 @@ struct GateInput {
 
 // One candidate implementation and the verdict on it.
 struct KernelVerdict {
-  std::string kernel;       // stable id, e.g. "rocm_custom_paged_attention"
-  std::string name;         // what the engine calls it
-  std::string backend;      // vLLM backend name (ROCM_ATTN, TRITON_ATTN, FLASH_ATTN, ...)
-  bool admitted = false;    // every condition holds
+  std::string kernel;     // stable id, e.g. "rocm_custom_paged_attention"
+  std::string name;       // what the engine calls it
+  std::string backend;    // vLLM backend name (ROCM_ATTN, TRITON_ATTN, FLASH_ATTN, ...)
+  bool admitted = false;  // every condition holds
   bool selected = false;
-  bool splits_context = false;  // whether decode at this shape splits the context across programs
-  std::string split_rule;       // why it does or does not split
+  bool splits_context = false;       // whether decode at this shape splits the context across programs
+  std::string split_rule;            // why it does or does not split
   std::vector<std::string> reasons;  // every failed condition, naming condition and value
-  std::string source;               // engine file, version, PR/issue the rule was read from
+  std::string source;                // engine file, version, PR/issue the rule was read from
 };
 
 // One group of identical attention layers and what it runs.
 struct LayerGroupGate {
-  std::string kind;            // full_attention, sliding_window, chunked_local, mla
+  std::string kind;  // full_attention, sliding_window, chunked_local, mla
   LayerKind layer_kind = LayerKind::full_attention;
   std::uint32_t layer_count = 0;
   std::uint32_t head_size = 0;
   std::uint32_t kv_heads_per_rank = 0;
   std::uint32_t q_heads_per_rank = 0;
   std::uint64_t window = 0;
-  std::string selected;        // kernel id
+  std::string selected;  // kernel id
   std::string selected_name;
   bool splits_context = false;
   std::vector<KernelVerdict> kernels;  // every candidate, priority order
 };
 
 struct GateConstraint {
-  std::string name;    // "tp divides attention heads"
+  std::string name;  // "tp divides attention heads"
   bool ok = true;
   std::string detail;  // with the values
   std::string source;
