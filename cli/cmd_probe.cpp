@@ -24,6 +24,7 @@ struct ProbeFlags {
   std::string contexts = "512,1024,2048,4096,8192,16384,32768";
   std::string max_mem = "0.5";
   std::string bytes = "0";
+  std::string json_output;  // sweep: also write the JSON here
 };
 
 // "32768", "32K" / "32k" (x 1024), "1M" (x 1048576).
@@ -242,12 +243,18 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     std::cerr << "kvsight: reference check FAILED for at least one point (see 'correct')\n";
     state.exit_code = 1;
   }
+  nlohmann::json out = {{"backend", results.front().backend},
+                        {"device", results.front().device},
+                        {"shape", results.front().shape},
+                        {"kernels", kernels}};
+  for (const auto& result : results) out[result.kernel] = result;
+  if (!flags.json_output.empty()) {
+    // The same JSON beside another --format (scripts/device-check.sh keeps both).
+    CliState json_state = state;
+    json_state.output_path = flags.json_output;
+    emit(json_state, render_json(out));
+  }
   if (state.format() == Format::json) {
-    nlohmann::json out = {{"backend", results.front().backend},
-                          {"device", results.front().device},
-                          {"shape", results.front().shape},
-                          {"kernels", kernels}};
-    for (const auto& result : results) out[result.kernel] = result;
     emit(state, render_json(out));
     return;
   }
@@ -327,6 +334,7 @@ void add_probe_command(CLI::App& app, CliState& state) {
       ->default_val("512,1024,2048,4096,8192,16384,32768");
   sweep->add_option("--kernels", flags->kernels, "Kernels to run: nosplit,splitkv")->default_val("nosplit,splitkv");
   sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")->default_val(0);
+  sweep->add_option("--json-output", flags->json_output, "Also write the JSON result to this file");
   sweep->callback([&state, flags] { run_sweep(state, *flags); });
 }
 

@@ -24,6 +24,7 @@
 #include "portability.cuh"
 
 namespace kvsight::kernels {
+inline namespace KVS_RUNTIME_NAMESPACE {
 
 template <int HEAD_DIM>
 struct DecodeShared {
@@ -233,4 +234,5 @@ inline void launch_paged_decode_splitkv(const PagedDecodeParams& p) {
   paged_decode_reduce<<<reduce_grid, kThreadsPerProgram>>>(p);
 }
 
+}  // namespace KVS_RUNTIME_NAMESPACE
 }  // namespace kvsight::kernels

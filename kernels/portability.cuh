@@ -44,12 +44,17 @@
 // HIP 5.2 (Debian) has hip_bfloat16 (hip/hip_bfloat16.h); __hip_bfloat16 arrived
 // in later ROCm releases.
 using kvs_bf16 = hip_bfloat16;
+// CUDA and HIP objects link into one binary: every kernel, launcher and device
+// helper lives in a per-runtime inline namespace so that no symbol (template
+// instances and inline launchers included) is shared between the two.
+#define KVS_RUNTIME_NAMESPACE hip_runtime
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #define KVS_HIP 0
 using kvs_bf16 = __nv_bfloat16;
+#define KVS_RUNTIME_NAMESPACE cuda_runtime
 #endif
 using kvs_half = __half;
 
@@ -74,6 +79,7 @@ using kvs_half = __half;
 #endif
 
 namespace kvsight::kernels {
+inline namespace KVS_RUNTIME_NAMESPACE {
 
 // 16-bit storage -> fp32. bf16 is the top half of an fp32, so a shift is exact;
 // fp16 goes through the runtime's own conversion.
@@ -103,4 +109,5 @@ __device__ __forceinline__ float wave_sum(float value) {
   return value;
 }
 
+}  // namespace KVS_RUNTIME_NAMESPACE
 }  // namespace kvsight::kernels

@@ -7,6 +7,7 @@
 #include "portability.cuh"
 
 namespace kvsight::kernels {
+inline namespace KVS_RUNTIME_NAMESPACE {
 
 constexpr int kStreamThreads = 256;
 
@@ -52,4 +53,5 @@ __global__ void __launch_bounds__(kStreamThreads)
   for (; i < count; i += stride) destination[i] = source[i];
 }
 
+}  // namespace KVS_RUNTIME_NAMESPACE
 }  // namespace kvsight::kernels

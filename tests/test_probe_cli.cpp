@@ -1,7 +1,11 @@
 // kvsight probe through the built binary: exit codes, messages, JSON keys.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "test_support.hpp"
 
@@ -122,6 +126,24 @@ TEST(ProbeCli, BandwidthJson) {
   EXPECT_EQ(j["correct"], true);
   EXPECT_EQ(j["read_bytes"], 8388608);
   EXPECT_EQ(j["copy_bytes"], 16777216);
+}
+
+int run_device_check(const std::string& arguments) {
+  const std::string command = std::string("KVSIGHT_BIN='") + KVSIGHT_BINARY + "' bash '" + KVSIGHT_SOURCE_DIR +
+                              "/scripts/device-check.sh' " + arguments + " > /dev/null 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(ProbeCli, DeviceCheckScriptArgumentsAndNoDevice) {
+  EXPECT_EQ(run_device_check(""), 2);         // OUTDIR missing
+  EXPECT_EQ(run_device_check("--bogus"), 2);  // unknown flag
+  EXPECT_EQ(run_device_check("a b"), 2);      // one OUTDIR only
+  const auto info = run_kvsight({"probe", "info", "--format", "json"});
+  ASSERT_EQ(info.exit_code, 0);
+  if (nlohmann::json::parse(info.out)["backends"][0]["status"] == "ok") GTEST_SKIP() << "a CUDA device is present";
+  const std::string dir = kvsight::test::temp_dir("device-check");
+  EXPECT_EQ(run_device_check("'" + dir + "/out'"), 3);  // no CUDA device: clean exit 3
 }
 
 }  // namespace

@@ -5,14 +5,14 @@
 
 namespace kvsight::probes::detail {
 namespace {
-BackendInfo not_compiled(const std::string& name) {
+[[maybe_unused]] BackendInfo not_compiled(const std::string& name) {
   BackendInfo out;
   out.name = name;
   out.compiled = false;
   out.status = "not compiled in this build";
   return out;
 }
-[[noreturn]] void throw_not_compiled(const std::string& name) {
+[[noreturn, maybe_unused]] void throw_not_compiled(const std::string& name) {
   throw DeviceError(name + " backend not compiled in this build (its compiler was not found at configure time)");
 }
 }  // namespace
