@@ -316,6 +316,17 @@ TEST(GateRules, FlashAttentionFp8NeedsHopper) {
   EXPECT_TRUE(verdict_of(evaluate_kernels(in), "flash_attn").selected);
 }
 
+// vllm/platforms/cuda.py: Blackwell (10.x) puts FlashInfer first.
+TEST(GateRules, BlackwellPrefersFlashInfer) {
+  GateInput in = rdna_input();
+  in.family = "cuda";
+  in.compute_capability = 100;
+  const auto verdicts = evaluate_kernels(in);
+  EXPECT_EQ(verdicts.front().kernel, "flashinfer");
+  EXPECT_TRUE(verdict_of(verdicts, "flashinfer").selected);
+  EXPECT_FALSE(verdict_of(verdicts, "flash_attn").selected);
+}
+
 TEST(GateRules, VersionParsing) {
   EXPECT_EQ(parse_engine_version("0.23.1"), 23001u);
   EXPECT_EQ(parse_engine_version("0.27.1.dev5"), 27001u);

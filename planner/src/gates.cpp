@@ -322,6 +322,17 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
     decide_split(rule, input, verdict);
     out.push_back(std::move(verdict));
   }
+  // vllm/platforms/cuda.py _get_backend_priorities: on Blackwell (compute capability
+  // 10.x) FLASHINFER comes before FLASH_ATTN.
+  if (input.engine == "vllm" && input.family == "cuda" && input.compute_capability >= 100 &&
+      input.compute_capability < 110) {
+    auto flashinfer =
+        std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flashinfer"; });
+    auto flash =
+        std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flash_attn"; });
+    if (flashinfer != out.end() && flash != out.end() && flash < flashinfer)
+      std::rotate(flash, flashinfer, flashinfer + 1);
+  }
   for (KernelVerdict& verdict : out) {
     if (verdict.admitted) {
       verdict.selected = true;
