@@ -34,7 +34,8 @@ std::uint64_t parse_count(const std::string& text, const std::string& flag) {
   try {
     value = std::stoull(text, &used);
   } catch (const std::exception&) {
-    throw InputError(flag, "'" + text + "' is not a count; allowed: an integer, optionally with K or M (x1024)");
+    throw InputError(flag,
+                     "'" + text + "' is not a count; allowed: an integer, optionally with K or M (x1024)");
   }
   const std::string suffix = text.substr(used);
   if (suffix.empty()) return value;
@@ -65,12 +66,18 @@ std::uint64_t parse_bytes(const std::string& text, const std::string& flag) {
   }
   const std::string unit = text.substr(used);
   double scale = 1;
-  if (unit == "KiB") scale = 1024.0;
-  else if (unit == "MiB") scale = 1024.0 * 1024.0;
-  else if (unit == "GiB") scale = 1024.0 * 1024.0 * 1024.0;
-  else if (unit == "KB") scale = 1e3;
-  else if (unit == "MB") scale = 1e6;
-  else if (unit == "GB") scale = 1e9;
+  if (unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "MiB")
+    scale = 1024.0 * 1024.0;
+  else if (unit == "GiB")
+    scale = 1024.0 * 1024.0 * 1024.0;
+  else if (unit == "KB")
+    scale = 1e3;
+  else if (unit == "MB")
+    scale = 1e6;
+  else if (unit == "GB")
+    scale = 1e9;
   else if (!unit.empty() && unit != "B") {
     throw InputError(flag, "'" + text + "' has an unknown unit; allowed: B, KiB, MiB, GiB, KB, MB, GB");
   }
@@ -84,8 +91,9 @@ void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
   try {
     value = std::stod(text, &used);
   } catch (const std::exception&) {
-    throw InputError("--max-mem", "'" + text + "' invalid; allowed: a fraction of free memory in (0, 1] or a size "
-                                  "such as 2GiB");
+    throw InputError("--max-mem", "'" + text +
+                                      "' invalid; allowed: a fraction of free memory in (0, 1] or a size "
+                                      "such as 2GiB");
   }
   if (used == text.size() && value > 0 && value <= 1) {
     options.max_mem_fraction = value;
@@ -98,11 +106,13 @@ void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
 
 void add_shape_options(CLI::App& command, ProbeFlags& flags) {
   command.add_option("--head-dim", flags.shape.head_dim, "Head dimension: 64, 128, 256")->default_val(128);
-  command.add_option("--block-size", flags.shape.block_size,
-                     "Tokens per KV block: 8, 16, 32 (compiled) or any 1..4096 (runtime path, e.g. 784)")
+  command
+      .add_option("--block-size", flags.shape.block_size,
+                  "Tokens per KV block: 8, 16, 32 (compiled) or any 1..4096 (runtime path, e.g. 784)")
       ->default_val(16);
   command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->default_val(8);
-  command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")->default_val(32);
+  command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")
+      ->default_val(32);
   command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->default_val(1);
   command.add_option("--dtype", flags.shape.dtype, "q and KV dtype: bf16, fp16")->default_val("bf16");
 }
@@ -112,9 +122,10 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
       ->default_val("auto");
   command.add_option("--repeats", flags.options.repeats, "Timed runs (median of them)")->default_val(20);
   command.add_option("--warmup", flags.options.warmup, "Untimed runs first")->default_val(3);
-  command.add_option("--max-mem", flags.max_mem,
-                     "Most device memory to take: a fraction of free memory (0.5) or a size (2GiB); the cpu "
-                     "backend is also capped at 2 GiB unless a size is given")
+  command
+      .add_option("--max-mem", flags.max_mem,
+                  "Most device memory to take: a fraction of free memory (0.5) or a size (2GiB); the cpu "
+                  "backend is also capped at 2 GiB unless a size is given")
       ->default_val("0.5");
   command.add_option("--threads", flags.options.threads, "cpu backend threads (0 = all hardware threads)")
       ->default_val(0);
@@ -137,8 +148,8 @@ void run_info(CliState& state) {
   }
   Table table;
   table.title = "Probe backends (memory in GiB = 2^30 bytes)";
-  table.columns = {"backend", "status", "device", "arch", "memory total", "memory free", "SM/CU", "LLC MiB",
-                   "clock MHz", "wave"};
+  table.columns = {"backend",     "status", "device",  "arch",      "memory total",
+                   "memory free", "SM/CU",  "LLC MiB", "clock MHz", "wave"};
   table.right_align = {false, false, false, false, true, true, true, true, true, true};
   for (const auto& backend : backends) {
     if (backend.devices.empty()) {
@@ -172,8 +183,9 @@ void run_bandwidth(CliState& state, ProbeFlags& flags) {
   table.columns = {"kernel", "bytes", "median us", "p10 us", "p90 us", "spread", "GB/s", "check"};
   table.right_align = {false, true, true, true, true, true, true, false};
   const auto row = [&](const std::string& name, std::uint64_t bytes, const kp::Timing& t, double gbps) {
-    table.rows.push_back({name, with_commas(bytes), fixed(t.median_us, 1), fixed(t.p10_us, 1), fixed(t.p90_us, 1),
-                          fixed(t.spread, 3), fixed(gbps, 2), point_status(result.correct)});
+    table.rows.push_back({name, with_commas(bytes), fixed(t.median_us, 1), fixed(t.p10_us, 1),
+                          fixed(t.p90_us, 1), fixed(t.spread, 3), fixed(gbps, 2),
+                          point_status(result.correct)});
   };
   row("read", result.read_bytes, result.read, result.read_gbps);
   row("copy", result.copy_bytes, result.copy, result.copy_gbps);
@@ -186,8 +198,8 @@ void run_attention(CliState& state, ProbeFlags& flags) {
   kp::validate_kernel(flags.kernel);
   const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
   if (!result.point.correct) {
-    std::cerr << "kvsight: reference check FAILED: max relative error " << result.point.max_error << " > bound "
-              << kp::error_bound(result.shape.dtype) << "\n";
+    std::cerr << "kvsight: reference check FAILED: max relative error " << result.point.max_error
+              << " > bound " << kp::error_bound(result.shape.dtype) << "\n";
     state.exit_code = 1;
   }
   if (state.format() == Format::json) {
@@ -195,16 +207,19 @@ void run_attention(CliState& state, ProbeFlags& flags) {
     return;
   }
   Report report;
-  report.title = "Paged decode attention: " + result.kernel + " on " + result.device + " (" + result.backend + ")";
+  report.title =
+      "Paged decode attention: " + result.kernel + " on " + result.device + " (" + result.backend + ")";
   const auto& p = result.point;
-  report.sections.push_back({"shape",
-                             {{"shape", shape_text(result.shape), ""},
-                              {"context", with_commas(p.context), "tokens per sequence"},
-                              {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
+  report.sections.push_back(
+      {"shape",
+       {{"shape", shape_text(result.shape), ""},
+        {"context", with_commas(p.context), "tokens per sequence"},
+        {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
   report.sections.push_back(
       {"timing",
-       {{"time", fixed(p.time_us, 2) + " us", "median of " + std::to_string(result.repeats) + " runs after " +
-                                                  std::to_string(result.warmup) + " warm-up"},
+       {{"time", fixed(p.time_us, 2) + " us",
+         "median of " + std::to_string(result.repeats) + " runs after " + std::to_string(result.warmup) +
+             " warm-up"},
         {"spread", fixed(p.spread, 3), "(p90 - p10) / median"},
         {"bytes", with_commas(p.bytes), "K+V for the context + block table + seq lens + q + out"},
         {"bandwidth", fixed(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
@@ -233,7 +248,9 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
   }
   if (kernels.empty()) throw InputError("--kernels", "empty; allowed: nosplit, splitkv (comma-separated)");
   const auto contexts = parse_counts(flags.contexts, "--contexts");
-  flags.options.progress = [](const std::string& line) { std::cerr << "kvsight probe sweep: " << line << "\n"; };
+  flags.options.progress = [](const std::string& line) {
+    std::cerr << "kvsight probe sweep: " << line << "\n";
+  };
   const auto results = kp::run_sweeps(flags.backend, kernels, flags.shape, contexts, flags.options);
   bool all_correct = true;
   for (const auto& result : results) {
@@ -259,8 +276,8 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     return;
   }
   Table table;
-  table.title = "Decode sweep on " + results.front().device + " (" + results.front().backend + "): " +
-                shape_text(results.front().shape);
+  table.title = "Decode sweep on " + results.front().device + " (" + results.front().backend +
+                "): " + shape_text(results.front().shape);
   table.columns = {"context"};
   for (const auto& result : results) {
     table.columns.push_back(result.kernel + " us");
@@ -289,7 +306,8 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
   if (state.format() == Format::table || state.format() == Format::markdown) {
     std::ostringstream footer;
     for (const auto& result : results) {
-      footer << "\n" << result.kernel << ": slope " << fixed(result.slope_us_per_token, 4)
+      footer << "\n"
+             << result.kernel << ": slope " << fixed(result.slope_us_per_token, 4)
              << " us per context token (least squares), growth " << fixed(result.growth, 2)
              << "x (last / first time)\n";
     }
@@ -301,7 +319,8 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
 }  // namespace
 
 void add_probe_command(CLI::App& app, CliState& state) {
-  auto* probe = app.add_subcommand("probe", "Paged-attention and bandwidth probes on this node (cpu, cuda, hip)");
+  auto* probe =
+      app.add_subcommand("probe", "Paged-attention and bandwidth probes on this node (cpu, cuda, hip)");
   probe->require_subcommand(1);
   auto flags = std::make_shared<ProbeFlags>();
 
@@ -309,7 +328,8 @@ void add_probe_command(CLI::App& app, CliState& state) {
   add_output_options(*info, state);
   info->callback([&state] { run_info(state); });
 
-  auto* bandwidth = probe->add_subcommand("bandwidth", "Streaming read and copy bandwidth (BabelStream-style)");
+  auto* bandwidth =
+      probe->add_subcommand("bandwidth", "Streaming read and copy bandwidth (BabelStream-style)");
   add_output_options(*bandwidth, state);
   add_run_options(*bandwidth, *flags);
   bandwidth->add_option("--bytes", flags->bytes, "Buffer size (e.g. 512MiB); 0 = far larger than the LLC")
@@ -323,7 +343,8 @@ void add_probe_command(CLI::App& app, CliState& state) {
   attention->add_option("--kernel", flags->kernel, "nosplit or splitkv")->default_val("splitkv");
   attention->add_option("--context", flags->context, "Tokens of context per sequence (e.g. 32768 or 32K)")
       ->default_val("4096");
-  attention->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")->default_val(0);
+  attention->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")
+      ->default_val(0);
   attention->callback([&state, flags] { run_attention(state, *flags); });
 
   auto* sweep = probe->add_subcommand("sweep", "Both kernels side by side over contexts");
@@ -332,8 +353,10 @@ void add_probe_command(CLI::App& app, CliState& state) {
   add_run_options(*sweep, *flags);
   sweep->add_option("--contexts", flags->contexts, "Comma-separated contexts (e.g. 512,1024,4K,32K)")
       ->default_val("512,1024,2048,4096,8192,16384,32768");
-  sweep->add_option("--kernels", flags->kernels, "Kernels to run: nosplit,splitkv")->default_val("nosplit,splitkv");
-  sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")->default_val(0);
+  sweep->add_option("--kernels", flags->kernels, "Kernels to run: nosplit,splitkv")
+      ->default_val("nosplit,splitkv");
+  sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")
+      ->default_val(0);
   sweep->add_option("--json-output", flags->json_output, "Also write the JSON result to this file");
   sweep->callback([&state, flags] { run_sweep(state, *flags); });
 }

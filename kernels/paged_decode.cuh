@@ -55,7 +55,8 @@ __device__ __forceinline__ void load_tile(unsigned short (*tile)[HEAD_DIM + 2], 
     if (row < count) {
       const int token = tile_start + row;
       const long long block = block_table[token / block_size];
-      const long long offset = ((block * block_size + token % block_size) * num_kv_heads + kv_head) * HEAD_DIM;
+      const long long offset =
+          ((block * block_size + token % block_size) * num_kv_heads + kv_head) * HEAD_DIM;
       const uint4 value = *reinterpret_cast<const uint4*>(cache + offset + column);
       unsigned int* destination = reinterpret_cast<unsigned int*>(&tile[row][column]);
       destination[0] = value.x;
@@ -79,9 +80,11 @@ __device__ __forceinline__ void attend_range(const PagedDecodeParams& p, DecodeS
   const int q_heads = p.num_kv_heads * group;
   const int lane = threadIdx.x % KVS_WAVE_SIZE;
   const int wave = threadIdx.x / KVS_WAVE_SIZE;
-  const unsigned short* q = static_cast<const unsigned short*>(p.q) +
-                            (static_cast<long long>(seq) * q_heads + static_cast<long long>(kv_head) * group) * HEAD_DIM;
-  for (int e = threadIdx.x; e < group * HEAD_DIM; e += kThreadsPerProgram) shared.q[e] = Element<T>::to_float(q[e]);
+  const unsigned short* q =
+      static_cast<const unsigned short*>(p.q) +
+      (static_cast<long long>(seq) * q_heads + static_cast<long long>(kv_head) * group) * HEAD_DIM;
+  for (int e = threadIdx.x; e < group * HEAD_DIM; e += kThreadsPerProgram)
+    shared.q[e] = Element<T>::to_float(q[e]);
   for (int g = threadIdx.x; g < group; g += kThreadsPerProgram) {
     shared.running_max[g] = -INFINITY;
     shared.running_sum[g] = 0.0f;
@@ -161,7 +164,8 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_nosplit(Paged
   attend_range<T, HEAD_DIM, BLOCK_SIZE>(p, shared, acc, seq, kv_head, 0, p.seq_lens[seq]);
   const int group = p.q_per_kv;
   float* out = p.out + (static_cast<long long>(seq) * p.num_kv_heads * group +
-                        static_cast<long long>(kv_head) * group) * HEAD_DIM;
+                        static_cast<long long>(kv_head) * group) *
+                           HEAD_DIM;
 #pragma unroll
   for (int i = 0; i < kMaxGqa * HEAD_DIM / kThreadsPerProgram; ++i) {
     const int e = threadIdx.x + i * kThreadsPerProgram;
@@ -181,8 +185,8 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_splitkv(Paged
   const int end = min(seq_len, begin + p.tokens_per_split);
   attend_range<T, HEAD_DIM, BLOCK_SIZE>(p, shared, acc, seq, kv_head, begin, end);
   const int group = p.q_per_kv;
-  const long long first_head = static_cast<long long>(seq) * p.num_kv_heads * group +
-                               static_cast<long long>(kv_head) * group;
+  const long long first_head =
+      static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group;
 #pragma unroll
   for (int i = 0; i < kMaxGqa * HEAD_DIM / kThreadsPerProgram; ++i) {
     const int e = threadIdx.x + i * kThreadsPerProgram;
@@ -206,11 +210,13 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_reduce(PagedD
   float global_max = -INFINITY;
   for (int s = 0; s < p.num_splits; ++s) global_max = fmaxf(global_max, maxima[s]);
   float total = 0.0f;
-  for (int s = 0; s < p.num_splits; ++s) total += sums[s] > 0.0f ? sums[s] * expf(maxima[s] - global_max) : 0.0f;
+  for (int s = 0; s < p.num_splits; ++s)
+    total += sums[s] > 0.0f ? sums[s] * expf(maxima[s] - global_max) : 0.0f;
   for (int d = threadIdx.x; d < p.head_dim; d += kThreadsPerProgram) {
     float value = 0.0f;
     for (int s = 0; s < p.num_splits; ++s) {
-      if (sums[s] > 0.0f) value += p.partial_out[(head * p.num_splits + s) * p.head_dim + d] * expf(maxima[s] - global_max);
+      if (sums[s] > 0.0f)
+        value += p.partial_out[(head * p.num_splits + s) * p.head_dim + d] * expf(maxima[s] - global_max);
     }
     p.out[head * p.head_dim + d] = value / total;
   }
@@ -220,16 +226,18 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_reduce(PagedD
 // listing the compiled set for a value outside it.
 inline void launch_paged_decode_nosplit(const PagedDecodeParams& p) {
   const dim3 grid(p.num_kv_heads, p.num_seqs, 1);
-  KVS_DISPATCH_DTYPE(p.dtype, T, KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
-    paged_decode_nosplit<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
-  })));
+  KVS_DISPATCH_DTYPE(p.dtype, T,
+                     KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
+                                             paged_decode_nosplit<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
+                                           })));
 }
 
 inline void launch_paged_decode_splitkv(const PagedDecodeParams& p) {
   const dim3 grid(p.num_kv_heads, p.num_seqs, p.num_splits);
-  KVS_DISPATCH_DTYPE(p.dtype, T, KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
-    paged_decode_splitkv<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
-  })));
+  KVS_DISPATCH_DTYPE(p.dtype, T,
+                     KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
+                                             paged_decode_splitkv<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
+                                           })));
   const dim3 reduce_grid(p.num_kv_heads * p.q_per_kv, p.num_seqs, 1);
   paged_decode_reduce<<<reduce_grid, kThreadsPerProgram>>>(p);
 }

@@ -21,17 +21,17 @@ constexpr int kMaxGqa = 16;
 enum class ElementType : int { fp16 = 0, bf16 = 1 };
 
 struct PagedDecodeParams {
-  const void* q = nullptr;               // [num_seqs, num_kv_heads * q_per_kv, head_dim], fp16/bf16
-  const void* k_cache = nullptr;         // [num_blocks, block_size, num_kv_heads, head_dim]
-  const void* v_cache = nullptr;         // same layout as k_cache
+  const void* q = nullptr;                     // [num_seqs, num_kv_heads * q_per_kv, head_dim], fp16/bf16
+  const void* k_cache = nullptr;               // [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* v_cache = nullptr;               // same layout as k_cache
   const std::int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
   const std::int32_t* seq_lens = nullptr;      // [num_seqs]
-  float* out = nullptr;                  // [num_seqs, q_heads, head_dim], fp32
+  float* out = nullptr;                        // [num_seqs, q_heads, head_dim], fp32
   // Split-KV scratch: unnormalised partial outputs and their softmax state
   // (FlashInfer attention/state.cuh keeps (o, m, d) the same way).
-  float* partial_out = nullptr;          // [num_seqs, q_heads, num_splits, head_dim]
-  float* partial_max = nullptr;          // [num_seqs, q_heads, num_splits]
-  float* partial_sum = nullptr;          // [num_seqs, q_heads, num_splits]
+  float* partial_out = nullptr;  // [num_seqs, q_heads, num_splits, head_dim]
+  float* partial_max = nullptr;  // [num_seqs, q_heads, num_splits]
+  float* partial_sum = nullptr;  // [num_seqs, q_heads, num_splits]
   int num_seqs = 0;
   int num_kv_heads = 0;
   int q_per_kv = 1;
@@ -39,8 +39,8 @@ struct PagedDecodeParams {
   int block_size = 0;
   int max_blocks_per_seq = 0;
   int num_splits = 1;
-  int tokens_per_split = 0;              // split s covers tokens [s * tokens_per_split, ...)
-  float scale = 1.0f;                    // 1 / sqrt(head_dim)
+  int tokens_per_split = 0;  // split s covers tokens [s * tokens_per_split, ...)
+  float scale = 1.0f;        // 1 / sqrt(head_dim)
   ElementType dtype = ElementType::bf16;
 };
 

@@ -64,7 +64,7 @@ using kvs_half = __half;
 // GPU. warpSize is not a constant expression on HIP, hence our own macro. The
 // host pass of hipcc sees none of the __gfx* macros and gets 32: host code must
 // not use it for launch geometry (it asks the runtime, cudaDevAttrWarpSize).
-#if defined(__GFX9__) || defined(__gfx900__) || defined(__gfx906__) || defined(__gfx908__) || \
+#if defined(__GFX9__) || defined(__gfx900__) || defined(__gfx906__) || defined(__gfx908__) ||   \
     defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || \
     defined(__gfx950__)
 #define KVS_WAVE_SIZE 64

@@ -14,7 +14,8 @@ constexpr int kStreamThreads = 256;
 __device__ __forceinline__ unsigned int sum_words(uint4 v) { return v.x + v.y + v.z + v.w; }
 
 __global__ void __launch_bounds__(kStreamThreads)
-    stream_read(const uint4* __restrict__ source, unsigned long long count, unsigned int* __restrict__ block_sums) {
+    stream_read(const uint4* __restrict__ source, unsigned long long count,
+                unsigned int* __restrict__ block_sums) {
   __shared__ unsigned int partial[kStreamThreads];
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * kStreamThreads;
   unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * kStreamThreads + threadIdx.x;

@@ -1,6 +1,5 @@
 // kvsight probe through the built binary: exit codes, messages, JSON keys.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -37,7 +36,8 @@ TEST(ProbeCli, GpuBackendWithoutDeviceExitsThreeWithTheDriverMessage) {
 #if KVSIGHT_PROBES_HAVE_CUDA
     if (backend == "cuda") {
       // The runtime's own text follows "failed:" (cudaGetErrorString), with its error number.
-      EXPECT_NE(run.err.find("device count (is a driver and a device present?) failed: "), std::string::npos) << run.err;
+      EXPECT_NE(run.err.find("device count (is a driver and a device present?) failed: "), std::string::npos)
+          << run.err;
       EXPECT_NE(run.err.find("(error "), std::string::npos) << run.err;
     }
 #else
@@ -60,7 +60,8 @@ TEST(ProbeCli, GpuBackendWithoutDeviceExitsThreeWithTheDriverMessage) {
 TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
   auto run = run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "96"});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--head-dim: 96 not supported; allowed: 64, 128, 256"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--head-dim: 96 not supported; allowed: 64, 128, 256"), std::string::npos)
+      << run.err;
   run = run_kvsight({"probe", "attention", "--backend", "tpu"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("allowed: auto, cpu, cuda, hip"), std::string::npos) << run.err;
@@ -76,10 +77,11 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
 }
 
 TEST(ProbeCli, AttentionJson) {
-  const auto run = run_kvsight({"probe", "attention", "--backend", "cpu", "--kernel", "splitkv", "--context", "3000",
-                                "--block-size", "784", "--head-dim", "256", "--kv-heads", "2", "--q-heads", "12",
-                                "--splits", "4", "--repeats", "3", "--warmup", "1", "--max-mem", "64MiB",
-                                "--format", "json"});
+  const auto run = run_kvsight({"probe",      "attention", "--backend",    "cpu", "--kernel",   "splitkv",
+                                "--context",  "3000",      "--block-size", "784", "--head-dim", "256",
+                                "--kv-heads", "2",         "--q-heads",    "12",  "--splits",   "4",
+                                "--repeats",  "3",         "--warmup",     "1",   "--max-mem",  "64MiB",
+                                "--format",   "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["backend"], "cpu");
@@ -93,17 +95,20 @@ TEST(ProbeCli, AttentionJson) {
 }
 
 TEST(ProbeCli, SweepJsonHasPointsSlopeAndGrowthPerKernel) {
-  const auto run = run_kvsight({"probe", "sweep", "--backend", "cpu", "--contexts", "256,512,1K", "--head-dim", "64",
-                                "--kv-heads", "1", "--q-heads", "4", "--repeats", "2", "--warmup", "0",
-                                "--max-mem", "32MiB", "--format", "json"});
+  const auto run =
+      run_kvsight({"probe",      "sweep", "--backend", "cpu", "--contexts", "256,512,1K", "--head-dim", "64",
+                   "--kv-heads", "1",     "--q-heads", "4",   "--repeats",  "2",          "--warmup",   "0",
+                   "--max-mem",  "32MiB", "--format",  "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.err.find("kvsight probe sweep: splitkv context 1024"), std::string::npos);  // progress on stderr
+  EXPECT_NE(run.err.find("kvsight probe sweep: splitkv context 1024"),
+            std::string::npos);  // progress on stderr
   const auto j = nlohmann::json::parse(run.out);
   for (const char* kernel : {"nosplit", "splitkv"}) {
     const auto& k = j[kernel];
     ASSERT_EQ(k["points"].size(), 3u) << kernel;
     EXPECT_EQ(k["points"][2]["context"], 1024);
-    // 1024 x 1 x 64 x 2 x 2 = 262,144; table 64 blocks x 4 = 256; lens 4; q 4 x 64 x 2 = 512; out 4 x 64 x 4 = 1,024.
+    // 1024 x 1 x 64 x 2 x 2 = 262,144; table 64 blocks x 4 = 256; lens 4; q 4 x 64 x 2 = 512; out 4 x 64 x 4
+    // = 1,024.
     EXPECT_EQ(k["points"][2]["bytes"], 262144 + 256 + 4 + 512 + 1024);
     for (const auto& p : k["points"]) EXPECT_EQ(p["correct"], true);
     const double first = k["points"][0]["time_us"], last = k["points"][2]["time_us"];
@@ -114,13 +119,14 @@ TEST(ProbeCli, SweepJsonHasPointsSlopeAndGrowthPerKernel) {
                                 "--kv-heads", "1", "--q-heads", "1", "--repeats", "1", "--max-mem", "32MiB",
                                 "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
-  EXPECT_EQ(csv.out.rfind("context,nosplit us,nosplit GB/s,splitkv us,splitkv GB/s,splits,bytes,check", 0), 0u)
+  EXPECT_EQ(csv.out.rfind("context,nosplit us,nosplit GB/s,splitkv us,splitkv GB/s,splits,bytes,check", 0),
+            0u)
       << csv.out;
 }
 
 TEST(ProbeCli, BandwidthJson) {
-  const auto run = run_kvsight({"probe", "bandwidth", "--backend", "cpu", "--bytes", "8MiB", "--repeats", "2",
-                                "--format", "json"});
+  const auto run = run_kvsight(
+      {"probe", "bandwidth", "--backend", "cpu", "--bytes", "8MiB", "--repeats", "2", "--format", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const auto j = nlohmann::json::parse(run.out);
   EXPECT_EQ(j["correct"], true);
@@ -129,8 +135,9 @@ TEST(ProbeCli, BandwidthJson) {
 }
 
 int run_device_check(const std::string& arguments) {
-  const std::string command = std::string("KVSIGHT_BIN='") + KVSIGHT_BINARY + "' bash '" + KVSIGHT_SOURCE_DIR +
-                              "/scripts/device-check.sh' " + arguments + " > /dev/null 2>&1";
+  const std::string command = std::string("KVSIGHT_BIN='") + KVSIGHT_BINARY + "' bash '" +
+                              KVSIGHT_SOURCE_DIR + "/scripts/device-check.sh' " + arguments +
+                              " > /dev/null 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -141,7 +148,8 @@ TEST(ProbeCli, DeviceCheckScriptArgumentsAndNoDevice) {
   EXPECT_EQ(run_device_check("a b"), 2);      // one OUTDIR only
   const auto info = run_kvsight({"probe", "info", "--format", "json"});
   ASSERT_EQ(info.exit_code, 0);
-  if (nlohmann::json::parse(info.out)["backends"][0]["status"] == "ok") GTEST_SKIP() << "a CUDA device is present";
+  if (nlohmann::json::parse(info.out)["backends"][0]["status"] == "ok")
+    GTEST_SKIP() << "a CUDA device is present";
   const std::string dir = kvsight::test::temp_dir("device-check");
   EXPECT_EQ(run_device_check("'" + dir + "/out'"), 3);  // no CUDA device: clean exit 3
 }

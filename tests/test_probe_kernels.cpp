@@ -34,7 +34,7 @@ class HandCase : public ::testing::Test {
     auto backend = kvsight::probes::detail::cpu_open(2);
     std::vector<std::uint16_t> k(kPool * kBlock * kHeadDim, kNaN), v(kPool * kBlock * kHeadDim, kNaN);
     const int rows[3] = {5 * kBlock + 0, 5 * kBlock + 1, 2 * kBlock + 0};
-    const std::uint16_t c[3] = {0x0000, 0x4100, 0x4180};    // 0, 8, 16 in bf16
+    const std::uint16_t c[3] = {0x0000, 0x4100, 0x4180};      // 0, 8, 16 in bf16
     const std::uint16_t value[3] = {0x3f80, 0x4000, 0x4040};  // 1, 2, 3
     for (int t = 0; t < 3; ++t) {
       for (int d = 0; d < kHeadDim; ++d) {
@@ -43,8 +43,8 @@ class HandCase : public ::testing::Test {
       }
     }
     std::vector<std::uint16_t> q(2 * kHeadDim, 0);
-    q[0] = 0x3f80;             // head 0: e0
-    q[kHeadDim] = 0x4000;      // head 1: 2 e0
+    q[0] = 0x3f80;         // head 0: e0
+    q[kHeadDim] = 0x4000;  // head 1: 2 e0
     const std::int32_t table[2] = {5, 2};
     const std::int32_t lengths[1] = {3};
     auto upload = [&](const void* data, std::uint64_t bytes) {
@@ -161,8 +161,8 @@ TEST(ProbeKernels, AutomaticSplitsAndSweep) {
   options.warmup = 1;
   options.threads = 2;
   options.max_mem_bytes = 16u << 20;
-  // 2 threads -> target 4 programs; 1 sequence x 1 KV head: ceil(4 / 1) = 4 splits at 2048 (2048 / 256 = 8 allows it);
-  // at 1000 tokens (< 1344) no split.
+  // 2 threads -> target 4 programs; 1 sequence x 1 KV head: ceil(4 / 1) = 4 splits at 2048 (2048 / 256 = 8
+  // allows it); at 1000 tokens (< 1344) no split.
   const auto results = kp::run_sweeps("cpu", {"nosplit", "splitkv"}, shape, {1000, 2048}, options);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[1].points[0].splits, 1u);

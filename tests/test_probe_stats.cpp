@@ -11,8 +11,8 @@ namespace {
 namespace kp = kvsight::probes;
 
 TEST(ProbeStats, SummarizeInterpolatesPercentiles) {
-  // Samples 1..10 (shuffled). Median = (5 + 6) / 2 = 5.5. p10: position 0.1 x 9 = 0.9 -> 1 + 0.9 x (2 - 1) = 1.9.
-  // p90: position 8.1 -> 9 + 0.1 = 9.1. Spread = (9.1 - 1.9) / 5.5.
+  // Samples 1..10 (shuffled). Median = (5 + 6) / 2 = 5.5. p10: position 0.1 x 9 = 0.9 -> 1 + 0.9 x (2 - 1)
+  // = 1.9. p90: position 8.1 -> 9 + 0.1 = 9.1. Spread = (9.1 - 1.9) / 5.5.
   const kp::Timing t = kp::summarize({7, 3, 10, 1, 5, 2, 9, 4, 8, 6});
   EXPECT_DOUBLE_EQ(t.median_us, 5.5);
   EXPECT_DOUBLE_EQ(t.p10_us, 1.9);
@@ -24,8 +24,8 @@ TEST(ProbeStats, SummarizeInterpolatesPercentiles) {
 }
 
 TEST(ProbeStats, LeastSquaresSlope) {
-  // y = 3x + 2 exactly -> 3. Points (0,0), (1,1), (2,4): mean x 1, mean y 5/3; sxy = (-1)(-5/3) + 0 + (1)(7/3) = 4,
-  // sxx = 2 -> slope 2.
+  // y = 3x + 2 exactly -> 3. Points (0,0), (1,1), (2,4): mean x 1, mean y 5/3; sxy = (-1)(-5/3) + 0 +
+  // (1)(7/3) = 4, sxx = 2 -> slope 2.
   EXPECT_DOUBLE_EQ(kp::least_squares_slope({1, 2, 3, 4}, {5, 8, 11, 14}), 3.0);
   EXPECT_DOUBLE_EQ(kp::least_squares_slope({0, 1, 2}, {0, 1, 4}), 2.0);
   EXPECT_DOUBLE_EQ(kp::least_squares_slope({5}, {1}), 0.0);
@@ -34,7 +34,8 @@ TEST(ProbeStats, LeastSquaresSlope) {
 TEST(ProbeStats, ChooseSplits) {
   // Below 1344 tokens: never split.
   EXPECT_EQ(kp::choose_splits(42, 1, 2, 1343), 1u);
-  // 42 CUs, batch 1, 2 KV heads: target 84 programs / 2 = 42 splits, limited by 256-token splits: 4096 / 256 = 16.
+  // 42 CUs, batch 1, 2 KV heads: target 84 programs / 2 = 42 splits, limited by 256-token splits: 4096 / 256
+  // = 16.
   EXPECT_EQ(kp::choose_splits(42, 1, 2, 4096), 16u);
   // Same at 32K: 32768 / 256 = 128, so ceil(84 / 2) = 42 wins.
   EXPECT_EQ(kp::choose_splits(42, 1, 2, 32768), 42u);

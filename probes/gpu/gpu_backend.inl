@@ -118,7 +118,9 @@ class GpuBackend final : public Backend {
  public:
   explicit GpuBackend(int device) : info_(describe(device)) {}
   const DeviceInfo& info() const override { return info_; }
-  std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override { return std::make_unique<GpuBuffer>(bytes); }
+  std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override {
+    return std::make_unique<GpuBuffer>(bytes);
+  }
   void upload(DeviceBuffer& destination, const void* source, std::uint64_t bytes) override {
     check(cudaMemcpy(destination.data(), source, bytes, cudaMemcpyHostToDevice), "copy to device");
   }
@@ -147,7 +149,8 @@ class GpuBackend final : public Backend {
         static_cast<const uint4*>(source.data()), bytes / 16, static_cast<unsigned int*>(parts.data()));
     return events.stop_us();
   }
-  double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination, std::uint64_t bytes) override {
+  double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination,
+                          std::uint64_t bytes) override {
     EventPair events;
     events.start();
     kernels::stream_copy<<<stream_blocks(), kernels::kStreamThreads>>>(
@@ -192,8 +195,8 @@ std::unique_ptr<Backend> KVS_OPEN(int device) {
   int count = 0;
   check(cudaGetDeviceCount(&count), "device count (is a driver and a device present?)");
   if (device < 0 || device >= count) {
-    throw DeviceError(std::string(KVS_BACKEND_NAME) + ": device " + std::to_string(device) + " not present (" +
-                      std::to_string(count) + " found)");
+    throw DeviceError(std::string(KVS_BACKEND_NAME) + ": device " + std::to_string(device) +
+                      " not present (" + std::to_string(count) + " found)");
   }
   return std::make_unique<GpuBackend>(device);
 }

@@ -33,7 +33,8 @@ class Backend {
   // Number of partial sums stream_read writes (the host adds them).
   virtual std::uint32_t stream_read_parts() const = 0;
   virtual double time_stream_read(const DeviceBuffer& source, std::uint64_t bytes, DeviceBuffer& parts) = 0;
-  virtual double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination, std::uint64_t bytes) = 0;
+  virtual double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination,
+                                  std::uint64_t bytes) = 0;
 };
 
 // Each backend: discovery (never throws) and opening a device (throws DeviceError).

@@ -5,6 +5,9 @@
 // a machine with no GPU. Hot loops are written to vectorise (bf16 -> fp32 is a
 // shift; fixed HEAD_DIM; 8 independent partial sums in dot products) and the
 // hot entry point is cloned for x86-64-v3 (AVX2 + FMA) with a baseline fallback.
+#include <sys/mman.h>
+#include <sys/utsname.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -15,8 +18,6 @@
 #include <new>
 #include <sstream>
 #include <thread>
-#include <sys/mman.h>
-#include <sys/utsname.h>
 
 #include "backend.hpp"
 #include "half.hpp"
@@ -38,7 +39,8 @@ constexpr std::size_t kHugePage = 2u << 20;
 class HostBuffer final : public DeviceBuffer {
  public:
   explicit HostBuffer(std::uint64_t bytes) : bytes_(bytes) {
-    data_ = ::operator new(std::max<std::uint64_t>(bytes, kAlignment), std::align_val_t(kHugePage), std::nothrow);
+    data_ =
+        ::operator new(std::max<std::uint64_t>(bytes, kAlignment), std::align_val_t(kHugePage), std::nothrow);
     if (data_ == nullptr) {
       throw DeviceError("cpu: allocation of " + std::to_string(bytes) + " bytes failed (out of host memory)");
     }
@@ -61,7 +63,8 @@ class HostBuffer final : public DeviceBuffer {
 const float* fp16_table() {
   static const std::vector<float> table = [] {
     std::vector<float> values(65536);
-    for (std::uint32_t bits = 0; bits < 65536; ++bits) values[bits] = fp16_to_float(static_cast<std::uint16_t>(bits));
+    for (std::uint32_t bits = 0; bits < 65536; ++bits)
+      values[bits] = fp16_to_float(static_cast<std::uint16_t>(bits));
     return values;
   }();
   return table.data();
@@ -122,9 +125,10 @@ template <int HEAD_DIM, bool BF16>
   const float* table = BF16 ? nullptr : fp16_table();
   const int group = p.q_per_kv;
   const long long row_stride = static_cast<long long>(p.num_kv_heads) * HEAD_DIM;
-  const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
-                       (static_cast<long long>(seq) * p.num_kv_heads * group +
-                        static_cast<long long>(kv_head) * group) * HEAD_DIM;
+  const auto* q_data =
+      static_cast<const std::uint16_t*>(p.q) +
+      (static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group) *
+          HEAD_DIM;
   for (int g = group; g < (group + 3) / 4 * 4; ++g) std::fill(q[g], q[g] + HEAD_DIM, 0.0f);
   for (int g = 0; g < group; ++g) {
     convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
@@ -162,7 +166,8 @@ template <int HEAD_DIM, bool BF16>
     const int count = std::min(kTileTokens, end - tile_start);
     const long long* rows = offsets[current];
     const int next_start = tile_start + kTileTokens;
-    if (next_start < end) fill_offsets(offsets[current ^ 1], next_start, std::min(kTileTokens, end - next_start));
+    if (next_start < end)
+      fill_offsets(offsets[current ^ 1], next_start, std::min(kTileTokens, end - next_start));
     const int ahead_start = tile_start + kPrefetchTiles * kTileTokens;
     if (ahead_start < end) {
       const int ahead_count = std::min(kTileTokens, end - ahead_start);
@@ -240,8 +245,8 @@ template <int HEAD_DIM, bool BF16>
   const int end = split ? std::min(seq_len, begin + p.tokens_per_split) : seq_len;
   attend_range<HEAD_DIM, BF16>(p, seq, kv_head, begin, end, state);
   const int group = p.q_per_kv;
-  const long long first_head = static_cast<long long>(seq) * p.num_kv_heads * group +
-                               static_cast<long long>(kv_head) * group;
+  const long long first_head =
+      static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group;
   for (int g = 0; g < group; ++g) {
     const float* acc = state.acc + g * HEAD_DIM;
     if (split) {
@@ -380,7 +385,9 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(std::uint32_t threads) : threads_(threads), info_(describe_cpu(threads)) {}
   const DeviceInfo& info() const override { return info_; }
-  std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override { return std::make_unique<HostBuffer>(bytes); }
+  std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override {
+    return std::make_unique<HostBuffer>(bytes);
+  }
   void upload(DeviceBuffer& destination, const void* source, std::uint64_t bytes) override {
     std::memcpy(destination.data(), source, bytes);
   }
@@ -419,7 +426,8 @@ class CpuBackend final : public Backend {
     const auto stop = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::micro>(stop - start).count();
   }
-  double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination, std::uint64_t bytes) override {
+  double time_stream_copy(const DeviceBuffer& source, DeviceBuffer& destination,
+                          std::uint64_t bytes) override {
     const auto start = std::chrono::steady_clock::now();
     const auto* from = static_cast<const char*>(source.data());
     auto* to = static_cast<char*>(destination.data());

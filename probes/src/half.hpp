@@ -14,7 +14,8 @@ inline float bf16_to_float(std::uint16_t bits) {
 
 inline std::uint16_t float_to_bf16(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);  // quiet NaN
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);   // quiet NaN
   const std::uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);  // round to nearest, ties to even
   return static_cast<std::uint16_t>((bits + rounding) >> 16);
 }
@@ -47,7 +48,7 @@ inline std::uint16_t float_to_fp16(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   const std::uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+  if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);   // NaN
   if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
   if (magnitude >= 0x38800000u) {
     // Normal half: rebias exponent (127 -> 15), round the 13 dropped bits to nearest even.

@@ -73,7 +73,8 @@ double to_double(std::uint16_t bits, bool bf16) {
 
 std::uint64_t memory_budget(const DeviceInfo& info, const ProbeOptions& options) {
   if (!(options.max_mem_fraction > 0.0 && options.max_mem_fraction <= 1.0)) {
-    throw InputError("--max-mem", "fraction must be in (0, 1]; got " + std::to_string(options.max_mem_fraction));
+    throw InputError("--max-mem",
+                     "fraction must be in (0, 1]; got " + std::to_string(options.max_mem_fraction));
   }
   auto budget = static_cast<std::uint64_t>(options.max_mem_fraction * static_cast<double>(info.memory_free));
   if (options.max_mem_bytes > 0) budget = std::min(budget, options.max_mem_bytes);
@@ -98,13 +99,15 @@ void validate_options(const ProbeOptions& options) {
 // block subsets out of the pool for each rotation set.
 class Session {
  public:
-  Session(Backend& backend, const AttentionShape& shape, std::uint64_t max_context, const ProbeOptions& options)
+  Session(Backend& backend, const AttentionShape& shape, std::uint64_t max_context,
+          const ProbeOptions& options)
       : backend_(backend), shape_(shape), options_(options), bf16_(shape.dtype == "bf16") {
     const DeviceInfo& info = backend_.info();
     const std::uint64_t budget = memory_budget(info, options_);
     const std::uint64_t row_elements = checked_mul(shape_.kv_heads, shape_.head_dim, "K/V row");
     block_elements_ = checked_mul(shape_.block_size, row_elements, "K/V block");
-    const std::uint64_t block_kv_bytes = checked_mul(block_elements_, 2 * element_bytes(shape_.dtype), "K/V block");
+    const std::uint64_t block_kv_bytes =
+        checked_mul(block_elements_, 2 * element_bytes(shape_.dtype), "K/V block");
     const std::uint64_t needed_blocks =
         checked_mul(shape_.batch, ceil_div(max_context, shape_.block_size), "blocks of the sweep");
     q_elements_ = checked_mul(checked_mul(shape_.batch, shape_.q_heads, "q"), shape_.head_dim, "q");
@@ -113,18 +116,21 @@ class Session {
     const std::uint32_t max_splits_any =
         options_.splits > 0 ? options_.splits
                             : choose_splits(info.multiprocessors, shape_.batch, shape_.kv_heads, max_context);
-    const std::uint64_t partial_bytes = checked_mul(out_bytes, max_splits_any, "split-KV partials") +
-                                        2 * checked_mul(q_elements_ / shape_.head_dim * max_splits_any, 4, "partials");
+    const std::uint64_t partial_bytes =
+        checked_mul(out_bytes, max_splits_any, "split-KV partials") +
+        2 * checked_mul(q_elements_ / shape_.head_dim * max_splits_any, 4, "partials");
     const std::uint64_t table_bytes = checked_mul(needed_blocks, 4 * kMaxBufferSets, "block tables");
     const std::uint64_t fixed = out_bytes + partial_bytes + table_bytes +
                                 checked_mul(q_elements_, 2 * kMaxBufferSets, "q") + 4 * shape_.batch;
-    const std::uint64_t needed = checked_add(fixed, checked_mul(needed_blocks, block_kv_bytes, "K/V"), "memory");
+    const std::uint64_t needed =
+        checked_add(fixed, checked_mul(needed_blocks, block_kv_bytes, "K/V"), "memory");
     if (needed > budget) {
-      throw InputError("--max-mem", "this shape needs " + std::to_string(needed) + " bytes of device memory (K/V " +
-                                        std::to_string(needed_blocks * block_kv_bytes) + " for context " +
-                                        std::to_string(max_context) + " x batch " + std::to_string(shape_.batch) +
-                                        "), over the budget of " + std::to_string(budget) + " bytes on " +
-                                        info.name + "; lower --context/--batch or raise --max-mem");
+      throw InputError("--max-mem",
+                       "this shape needs " + std::to_string(needed) + " bytes of device memory (K/V " +
+                           std::to_string(needed_blocks * block_kv_bytes) + " for context " +
+                           std::to_string(max_context) + " x batch " + std::to_string(shape_.batch) +
+                           "), over the budget of " + std::to_string(budget) + " bytes on " + info.name +
+                           "; lower --context/--batch or raise --max-mem");
     }
     // Pool: enough blocks for the largest context, and, where the budget
     // allows, enough for 2.5 x the last-level cache so short contexts rotate
@@ -161,9 +167,9 @@ class Session {
     const bool split = kernel == "splitkv";
     kernels::PagedDecodeParams params = base_params();
     if (split) {
-      std::uint32_t splits = options_.splits > 0
-                                 ? options_.splits
-                                 : choose_splits(backend_.info().multiprocessors, shape_.batch, shape_.kv_heads, context);
+      std::uint32_t splits = options_.splits > 0 ? options_.splits
+                                                 : choose_splits(backend_.info().multiprocessors,
+                                                                 shape_.batch, shape_.kv_heads, context);
       splits = static_cast<std::uint32_t>(std::min<std::uint64_t>({splits, context, max_splits_}));
       const std::uint64_t tokens_per_split = ceil_div(context, splits);
       params.tokens_per_split = static_cast<int>(tokens_per_split);
@@ -228,16 +234,19 @@ class Session {
     if (context == prepared_context_) return;
     blocks_per_seq_ = ceil_div(context, shape_.block_size);
     const std::uint64_t per_set = shape_.batch * blocks_per_seq_;
-    const std::uint64_t set_bytes = checked_mul(per_set, block_elements_ * 2 * element_bytes(shape_.dtype), "set");
+    const std::uint64_t set_bytes =
+        checked_mul(per_set, block_elements_ * 2 * element_bytes(shape_.dtype), "set");
     const std::uint64_t by_cache = ceil_div(2 * backend_.info().last_level_cache, set_bytes);
-    sets_ = static_cast<int>(std::clamp<std::uint64_t>(std::min(by_cache, pool_blocks_ / per_set), 1, kMaxBufferSets));
+    sets_ = static_cast<int>(
+        std::clamp<std::uint64_t>(std::min(by_cache, pool_blocks_ / per_set), 1, kMaxBufferSets));
     // A shuffled permutation of the pool: consecutive logical blocks land on
     // random physical blocks, as in a serving engine after churn.
     std::vector<std::int32_t> permutation(pool_blocks_);
     std::iota(permutation.begin(), permutation.end(), 0);
     std::mt19937_64 generator(options_.seed ^ (context * 0x9e3779b97f4a7c15ull));
     std::shuffle(permutation.begin(), permutation.end(), generator);
-    host_tables_.assign(permutation.begin(), permutation.begin() + static_cast<std::ptrdiff_t>(per_set * sets_));
+    host_tables_.assign(permutation.begin(),
+                        permutation.begin() + static_cast<std::ptrdiff_t>(per_set * sets_));
     backend_.upload(*tables_, host_tables_.data(), host_tables_.size() * 4);
     const std::vector<std::int32_t> lengths(shape_.batch, static_cast<std::int32_t>(context));
     backend_.upload(*seq_lens_, lengths.data(), lengths.size() * 4);
@@ -277,7 +286,8 @@ class Session {
             const double weight = std::exp(scores[t] - max_score);
             total += weight;
             const std::uint64_t offset = row_offset(seq, t, kv_head);
-            for (std::uint32_t d = 0; d < head_dim; ++d) out[d] += weight * to_double(host_v_[offset + d], bf16_);
+            for (std::uint32_t d = 0; d < head_dim; ++d)
+              out[d] += weight * to_double(host_v_[offset + d], bf16_);
           }
           for (std::uint32_t d = 0; d < head_dim; ++d) out[d] /= total;
         }
@@ -289,7 +299,8 @@ class Session {
   }
 
   std::uint64_t row_offset(std::uint64_t seq, std::uint64_t token, std::uint64_t kv_head) const {
-    const std::uint64_t block = static_cast<std::uint64_t>(host_tables_[seq * blocks_per_seq_ + token / shape_.block_size]);
+    const std::uint64_t block =
+        static_cast<std::uint64_t>(host_tables_[seq * blocks_per_seq_ + token / shape_.block_size]);
     return (block * shape_.block_size + token % shape_.block_size) * shape_.kv_heads * shape_.head_dim +
            kv_head * shape_.head_dim;
   }
@@ -314,8 +325,8 @@ class Session {
       max_reference = std::max(max_reference, std::abs(expected[i]));
       max_difference = std::max(max_difference, std::abs(static_cast<double>(out[i]) - expected[i]));
     }
-    point.max_error = finite ? max_difference / std::max(max_reference, 1e-30)
-                             : std::numeric_limits<double>::infinity();
+    point.max_error =
+        finite ? max_difference / std::max(max_reference, 1e-30) : std::numeric_limits<double>::infinity();
     point.correct = finite && point.max_error <= error_bound(shape_.dtype);
   }
 
@@ -330,7 +341,8 @@ class Session {
   std::vector<std::uint16_t> host_k_, host_v_, host_q_;
   std::vector<std::int32_t> host_tables_;
   std::vector<double> reference_;
-  std::unique_ptr<DeviceBuffer> k_, v_, q_, tables_, seq_lens_, out_, partial_out_, partial_max_, partial_sum_;
+  std::unique_ptr<DeviceBuffer> k_, v_, q_, tables_, seq_lens_, out_, partial_out_, partial_max_,
+      partial_sum_;
 };
 
 double interpolate(const std::vector<double>& sorted, double fraction) {
@@ -348,17 +360,19 @@ void validate_shape(const AttentionShape& shape) {
     throw InputError("--head-dim", std::to_string(shape.head_dim) + " not supported; allowed: 64, 128, 256");
   }
   if (shape.block_size < 1 || shape.block_size > kMaxBlockSize) {
-    throw InputError("--block-size", std::to_string(shape.block_size) +
-                                         " not supported; allowed: 8, 16, 32 (compiled instances) or any other "
-                                         "size 1..4096 (runtime path, e.g. 784)");
+    throw InputError("--block-size",
+                     std::to_string(shape.block_size) +
+                         " not supported; allowed: 8, 16, 32 (compiled instances) or any other "
+                         "size 1..4096 (runtime path, e.g. 784)");
   }
   if (shape.kv_heads < 1 || shape.kv_heads > 1024) {
     throw InputError("--kv-heads", std::to_string(shape.kv_heads) + " out of range; allowed: 1..1024");
   }
   if (shape.q_heads < shape.kv_heads || shape.q_heads % shape.kv_heads != 0 ||
       shape.q_heads / shape.kv_heads > static_cast<std::uint32_t>(kernels::kMaxGqa)) {
-    throw InputError("--q-heads", std::to_string(shape.q_heads) + " with " + std::to_string(shape.kv_heads) +
-                                      " KV heads; allowed: a multiple of --kv-heads with q_heads / kv_heads in 1..16");
+    throw InputError("--q-heads",
+                     std::to_string(shape.q_heads) + " with " + std::to_string(shape.kv_heads) +
+                         " KV heads; allowed: a multiple of --kv-heads with q_heads / kv_heads in 1..16");
   }
   if (shape.batch < 1 || shape.batch > 4096) {
     throw InputError("--batch", std::to_string(shape.batch) + " out of range; allowed: 1..4096");
@@ -400,20 +414,25 @@ std::uint32_t choose_splits(std::uint32_t multiprocessors, std::uint32_t batch, 
   const std::uint64_t programs = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(batch) * kv_heads);
   const std::uint64_t target = 2ull * std::max<std::uint32_t>(1, multiprocessors);
   if (programs >= target) return 1;
-  const std::uint64_t splits = std::min({ceil_div(target, programs), context / kMinTokensPerSplit, kMaxSplits});
+  const std::uint64_t splits =
+      std::min({ceil_div(target, programs), context / kMinTokensPerSplit, kMaxSplits});
   return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, splits));
 }
 
 std::uint64_t attention_bytes(const AttentionShape& shape) {
   const std::uint64_t elem = element_bytes(shape.dtype);
   const std::uint64_t kv = checked_mul(
-      checked_mul(checked_mul(checked_mul(shape.context, shape.kv_heads, "K/V bytes"), shape.head_dim, "K/V bytes"),
-                  2 * elem, "K/V bytes"),
+      checked_mul(
+          checked_mul(checked_mul(shape.context, shape.kv_heads, "K/V bytes"), shape.head_dim, "K/V bytes"),
+          2 * elem, "K/V bytes"),
       shape.batch, "K/V bytes");
-  const std::uint64_t tables = checked_mul(shape.batch, ceil_div(shape.context, shape.block_size) * 4, "tables");
+  const std::uint64_t tables =
+      checked_mul(shape.batch, ceil_div(shape.context, shape.block_size) * 4, "tables");
   const std::uint64_t lengths = 4ull * shape.batch;
-  const std::uint64_t q = checked_mul(static_cast<std::uint64_t>(shape.batch) * shape.q_heads, shape.head_dim * elem, "q");
-  const std::uint64_t out = checked_mul(static_cast<std::uint64_t>(shape.batch) * shape.q_heads, shape.head_dim * 4ull, "out");
+  const std::uint64_t q =
+      checked_mul(static_cast<std::uint64_t>(shape.batch) * shape.q_heads, shape.head_dim * elem, "q");
+  const std::uint64_t out =
+      checked_mul(static_cast<std::uint64_t>(shape.batch) * shape.q_heads, shape.head_dim * 4ull, "out");
   return checked_add(checked_add(checked_add(kv, tables, "bytes"), lengths + q, "bytes"), out, "bytes");
 }
 
@@ -440,8 +459,10 @@ Timing summarize(std::vector<double> samples) {
 double least_squares_slope(const std::vector<double>& x, const std::vector<double>& y) {
   const std::size_t n = std::min(x.size(), y.size());
   if (n < 2) return 0.0;
-  const double mean_x = std::accumulate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
-  const double mean_y = std::accumulate(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
+  const double mean_x =
+      std::accumulate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
+  const double mean_y =
+      std::accumulate(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
   double sxx = 0, sxy = 0;
   for (std::size_t i = 0; i < n; ++i) {
     sxx += (x[i] - mean_x) * (x[i] - mean_x);
@@ -467,7 +488,8 @@ std::unique_ptr<Backend> open_backend(const std::string& name, const ProbeOption
 std::vector<SweepResult> run_sweeps(const std::string& backend_name, const std::vector<std::string>& kernels,
                                     AttentionShape shape, const std::vector<std::uint64_t>& contexts,
                                     const ProbeOptions& options) {
-  if (contexts.empty()) throw InputError("--contexts", "empty; give at least one context, e.g. 512,1024,4096");
+  if (contexts.empty())
+    throw InputError("--contexts", "empty; give at least one context, e.g. 512,1024,4096");
   for (const auto& kernel : kernels) validate_kernel(kernel);
   validate_options(options);
   for (const std::uint64_t context : contexts) {
@@ -490,8 +512,9 @@ std::vector<SweepResult> run_sweeps(const std::string& backend_name, const std::
     for (std::size_t k = 0; k < kernels.size(); ++k) {
       ProbePoint point = session.measure(kernels[k], context);
       if (options.progress) {
-        options.progress(kernels[k] + " context " + std::to_string(context) + ": " + std::to_string(point.time_us) +
-                         " us, " + std::to_string(point.gbps) + " GB/s" + (point.correct ? "" : " (check FAILED)"));
+        options.progress(kernels[k] + " context " + std::to_string(context) + ": " +
+                         std::to_string(point.time_us) + " us, " + std::to_string(point.gbps) + " GB/s" +
+                         (point.correct ? "" : " (check FAILED)"));
       }
       results[k].points.push_back(point);
     }
@@ -527,7 +550,8 @@ AttentionResult run_attention(const std::string& backend, const std::string& ker
   return result;
 }
 
-BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t bytes, const ProbeOptions& options) {
+BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t bytes,
+                              const ProbeOptions& options) {
   validate_options(options);
   auto backend = detail::open_backend(backend_name, options);
   const DeviceInfo& info = backend->info();
@@ -542,8 +566,9 @@ BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t byt
   }
   bytes = bytes / kGranule * kGranule;
   if (bytes == 0 || 2 * bytes > budget) {
-    throw InputError("--max-mem", "the bandwidth probe needs two buffers of at least 1 MiB within the budget of " +
-                                      std::to_string(budget) + " bytes");
+    throw InputError("--max-mem",
+                     "the bandwidth probe needs two buffers of at least 1 MiB within the budget of " +
+                         std::to_string(budget) + " bytes");
   }
   std::vector<std::uint32_t> host(bytes / 4);
   std::uint64_t state = options.seed;
@@ -587,8 +612,9 @@ BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t byt
 }
 
 void to_json(nlohmann::json& j, const AttentionShape& v) {
-  j = {{"head_dim", v.head_dim}, {"block_size", v.block_size}, {"kv_heads", v.kv_heads}, {"q_heads", v.q_heads},
-       {"batch", v.batch},       {"context", v.context},       {"dtype", v.dtype}};
+  j = {{"head_dim", v.head_dim}, {"block_size", v.block_size}, {"kv_heads", v.kv_heads},
+       {"q_heads", v.q_heads},   {"batch", v.batch},           {"context", v.context},
+       {"dtype", v.dtype}};
 }
 void to_json(nlohmann::json& j, const DeviceInfo& v) {
   j = {{"backend", v.backend},
@@ -612,31 +638,40 @@ void to_json(nlohmann::json& j, const Timing& v) {
        {"min_us", v.min_us},       {"spread", v.spread}, {"repeats", v.repeats}};
 }
 void to_json(nlohmann::json& j, const ProbePoint& v) {
-  j = {{"context", v.context}, {"time_us", v.time_us},     {"spread", v.spread},
-       {"bytes", v.bytes},     {"gbps", v.gbps},           {"correct", v.correct},
+  j = {{"context", v.context},
+       {"time_us", v.time_us},
+       {"spread", v.spread},
+       {"bytes", v.bytes},
+       {"gbps", v.gbps},
+       {"correct", v.correct},
        {"max_error", std::isfinite(v.max_error) ? nlohmann::json(v.max_error) : nlohmann::json(nullptr)},
-       {"splits", v.splits},   {"buffer_sets", v.buffer_sets}};
+       {"splits", v.splits},
+       {"buffer_sets", v.buffer_sets}};
 }
 void to_json(nlohmann::json& j, const AttentionResult& v) {
-  j = {{"backend", v.backend}, {"device", v.device}, {"kernel", v.kernel}, {"shape", v.shape},
-       {"repeats", v.repeats}, {"warmup", v.warmup}};
+  j = {{"backend", v.backend}, {"device", v.device},   {"kernel", v.kernel},
+       {"shape", v.shape},     {"repeats", v.repeats}, {"warmup", v.warmup}};
   nlohmann::json point = v.point;
   j.update(point);
 }
 void to_json(nlohmann::json& j, const SweepResult& v) {
-  j = {{"backend", v.backend},
-       {"device", v.device},
-       {"kernel", v.kernel},
-       {"shape", v.shape},
-       {"points", v.points},
-       {"slope_us_per_token", v.slope_us_per_token},
+  j = {{"backend", v.backend}, {"device", v.device}, {"kernel", v.kernel},
+       {"shape", v.shape},     {"points", v.points}, {"slope_us_per_token", v.slope_us_per_token},
        {"growth", v.growth}};
 }
 void to_json(nlohmann::json& j, const BandwidthResult& v) {
-  j = {{"backend", v.backend},         {"device", v.device},         {"buffer_bytes", v.buffer_bytes},
-       {"buffer_sets", v.buffer_sets}, {"read", v.read},             {"copy", v.copy},
-       {"read_bytes", v.read_bytes},   {"copy_bytes", v.copy_bytes}, {"read_gbps", v.read_gbps},
-       {"copy_gbps", v.copy_gbps},     {"gbps", v.read_gbps},        {"correct", v.correct}};
+  j = {{"backend", v.backend},
+       {"device", v.device},
+       {"buffer_bytes", v.buffer_bytes},
+       {"buffer_sets", v.buffer_sets},
+       {"read", v.read},
+       {"copy", v.copy},
+       {"read_bytes", v.read_bytes},
+       {"copy_bytes", v.copy_bytes},
+       {"read_gbps", v.read_gbps},
+       {"copy_gbps", v.copy_gbps},
+       {"gbps", v.read_gbps},
+       {"correct", v.correct}};
 }
 
 }  // namespace kvsight::probes

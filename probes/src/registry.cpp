@@ -13,7 +13,8 @@ namespace {
   return out;
 }
 [[noreturn, maybe_unused]] void throw_not_compiled(const std::string& name) {
-  throw DeviceError(name + " backend not compiled in this build (its compiler was not found at configure time)");
+  throw DeviceError(name +
+                    " backend not compiled in this build (its compiler was not found at configure time)");
 }
 }  // namespace
 

@@ -15,46 +15,46 @@ namespace kvsight::probes {
 // One decode step of paged attention: batch sequences, each with `context`
 // tokens of K/V in a paged cache [num_blocks, block_size, kv_heads, head_dim].
 struct AttentionShape {
-  std::uint32_t head_dim = 128;    // 64, 128, 256
-  std::uint32_t block_size = 16;   // 8, 16, 32 (templated) or any 1..4096 (runtime path, e.g. 784)
-  std::uint32_t kv_heads = 8;      // >= 1
-  std::uint32_t q_heads = 32;      // multiple of kv_heads, GQA ratio q_heads / kv_heads in 1..16
-  std::uint32_t batch = 1;         // sequences
-  std::uint64_t context = 4096;    // tokens of KV per sequence, 1..2^24
-  std::string dtype = "bf16";      // bf16 or fp16 (q and KV); output is fp32
+  std::uint32_t head_dim = 128;   // 64, 128, 256
+  std::uint32_t block_size = 16;  // 8, 16, 32 (templated) or any 1..4096 (runtime path, e.g. 784)
+  std::uint32_t kv_heads = 8;     // >= 1
+  std::uint32_t q_heads = 32;     // multiple of kv_heads, GQA ratio q_heads / kv_heads in 1..16
+  std::uint32_t batch = 1;        // sequences
+  std::uint64_t context = 4096;   // tokens of KV per sequence, 1..2^24
+  std::string dtype = "bf16";     // bf16 or fp16 (q and KV); output is fp32
 };
 
 struct ProbeOptions {
-  int repeats = 20;                  // timed runs (median, p10, p90 over them)
-  int warmup = 3;                    // untimed runs first (first run dropped, as BabelStream)
-  double max_mem_fraction = 0.5;     // share of free device memory the probe may take (0, 1]
-  std::uint64_t max_mem_bytes = 0;   // absolute cap in bytes; 0 = none (cpu adds its own 2 GiB cap)
-  bool check = true;                 // compare against the float64 reference
-  std::uint64_t seed = 20260729;     // random data and block tables
-  std::uint32_t splits = 0;          // split-KV split count; 0 = choose_splits()
-  std::uint32_t threads = 0;         // cpu backend threads; 0 = std::thread::hardware_concurrency()
+  int repeats = 20;                 // timed runs (median, p10, p90 over them)
+  int warmup = 3;                   // untimed runs first (first run dropped, as BabelStream)
+  double max_mem_fraction = 0.5;    // share of free device memory the probe may take (0, 1]
+  std::uint64_t max_mem_bytes = 0;  // absolute cap in bytes; 0 = none (cpu adds its own 2 GiB cap)
+  bool check = true;                // compare against the float64 reference
+  std::uint64_t seed = 20260729;    // random data and block tables
+  std::uint32_t splits = 0;         // split-KV split count; 0 = choose_splits()
+  std::uint32_t threads = 0;        // cpu backend threads; 0 = std::thread::hardware_concurrency()
   std::function<void(const std::string&)> progress;  // long sweeps report here (stderr in the CLI)
 };
 
 struct DeviceInfo {
-  std::string backend;               // cpu, cuda, hip
+  std::string backend;  // cpu, cuda, hip
   int index = 0;
   std::string name;
-  std::string arch;                  // sm_90, gfx90a, x86_64
-  std::uint64_t memory_total = 0;    // bytes
-  std::uint64_t memory_free = 0;     // bytes
-  std::uint32_t multiprocessors = 0; // SMs / CUs (cpu: hardware threads)
-  std::uint64_t last_level_cache = 0;// bytes (L2 on GPUs, L3 on cpu); 0 = unknown
-  double clock_mhz = 0;              // 0 = the runtime does not say
+  std::string arch;                    // sm_90, gfx90a, x86_64
+  std::uint64_t memory_total = 0;      // bytes
+  std::uint64_t memory_free = 0;       // bytes
+  std::uint32_t multiprocessors = 0;   // SMs / CUs (cpu: hardware threads)
+  std::uint64_t last_level_cache = 0;  // bytes (L2 on GPUs, L3 on cpu); 0 = unknown
+  double clock_mhz = 0;                // 0 = the runtime does not say
   double memory_clock_mhz = 0;
   std::uint32_t memory_bus_bits = 0;
-  std::uint32_t wave_size = 0;       // 32 / 64; cpu: 1
+  std::uint32_t wave_size = 0;  // 32 / 64; cpu: 1
 };
 
 struct BackendInfo {
-  std::string name;                  // cpu, cuda, hip
-  bool compiled = false;             // false: "not compiled in this build"
-  std::string status;                // "ok", "no device: <driver message>", "not compiled in this build"
+  std::string name;       // cpu, cuda, hip
+  bool compiled = false;  // false: "not compiled in this build"
+  std::string status;     // "ok", "no device: <driver message>", "not compiled in this build"
   std::vector<DeviceInfo> devices;
 };
 
@@ -65,7 +65,7 @@ std::vector<BackendInfo> list_backends();
 // Statistics of repeated timings (microseconds).
 struct Timing {
   double median_us = 0, p10_us = 0, p90_us = 0, min_us = 0;
-  double spread = 0;                 // (p90 - p10) / median
+  double spread = 0;  // (p90 - p10) / median
   int repeats = 0;
 };
 // Pure statistics helper (unit-tested): samples in microseconds, not empty.
@@ -73,14 +73,14 @@ Timing summarize(std::vector<double> samples_us);
 
 struct ProbePoint {
   std::uint64_t context = 0;
-  double time_us = 0;                // median
-  double spread = 0;                 // (p90 - p10) / median
-  std::uint64_t bytes = 0;           // K+V read for the context + block table + seq lens + q + out
-  double gbps = 0;                   // bytes / time, 1e9 bytes per second
-  bool correct = false;              // true only after the reference check passed
-  double max_error = 0;              // max |out - ref| / (max |ref| + eps) over all outputs
-  std::uint32_t splits = 1;          // split count used (1 for nosplit)
-  int buffer_sets = 1;               // input sets rotated between repeats
+  double time_us = 0;        // median
+  double spread = 0;         // (p90 - p10) / median
+  std::uint64_t bytes = 0;   // K+V read for the context + block table + seq lens + q + out
+  double gbps = 0;           // bytes / time, 1e9 bytes per second
+  bool correct = false;      // true only after the reference check passed
+  double max_error = 0;      // max |out - ref| / (max |ref| + eps) over all outputs
+  std::uint32_t splits = 1;  // split count used (1 for nosplit)
+  int buffer_sets = 1;       // input sets rotated between repeats
 };
 
 struct AttentionResult {
@@ -92,21 +92,21 @@ struct AttentionResult {
 
 struct SweepResult {
   std::string backend, device, kernel;
-  AttentionShape shape;              // shape.context is the first context of the sweep
+  AttentionShape shape;  // shape.context is the first context of the sweep
   std::vector<ProbePoint> points;
-  double slope_us_per_token = 0;     // least squares of time_us against context
-  double growth = 0;                 // last time / first time
+  double slope_us_per_token = 0;  // least squares of time_us against context
+  double growth = 0;              // last time / first time
 };
 
 struct BandwidthResult {
   std::string backend, device;
-  std::uint64_t buffer_bytes = 0;    // per buffer
+  std::uint64_t buffer_bytes = 0;  // per buffer
   int buffer_sets = 1;
   Timing read, copy;
-  std::uint64_t read_bytes = 0;      // bytes moved per run
-  std::uint64_t copy_bytes = 0;      // read + write
+  std::uint64_t read_bytes = 0;  // bytes moved per run
+  std::uint64_t copy_bytes = 0;  // read + write
   double read_gbps = 0, copy_gbps = 0;
-  bool correct = false;              // read sum and copy contents verified exactly
+  bool correct = false;  // read sum and copy contents verified exactly
 };
 
 // Validates a shape; throws InputError naming the flag (--head-dim, ...) and the allowed values.
