@@ -69,7 +69,12 @@ std::uint64_t derived_max_model_len(const ModelSpec& model) {
   const bool gemma3 = model.model_type.find("gemma3") != std::string::npos;
   if (!rs.type.empty() && !gemma3 && rs.type != "su" && rs.type != "longrope" && rs.type != "llama3") {
     if (rs.type == "yarn" && rs.original_max_position_embeddings > 0) length = rs.original_max_position_embeddings;
-    length = static_cast<std::uint64_t>(std::llround(static_cast<double>(length) * rs.factor));
+    const double scaled = static_cast<double>(length) * rs.factor;
+    // llround beyond 2^63 gives an unspecified value: a confident wrong length.
+    if (!(scaled < 9.2e18))
+      throw OverflowError("rope_scaling.factor", "max length " + std::to_string(length) + " x " +
+                                                     std::to_string(rs.factor) + " exceeds 2^63 tokens");
+    length = static_cast<std::uint64_t>(std::llround(scaled));
   }
   return length;
 }

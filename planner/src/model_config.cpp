@@ -296,7 +296,8 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   if (!(rs.factor > 0.0) || !std::isfinite(rs.factor))
     throw InputError(field + ".factor", "is " + std::to_string(rs.factor) + "; a positive number is required");
   const double original = num("original_max_position_embeddings", 0.0);
-  if (original < 0) throw InputError(field + ".original_max_position_embeddings", "must be positive");
+  if (!(original >= 0 && original < 1.8e19))  // the cast below is UB beyond 2^64 (fuzz finding)
+    throw InputError(field + ".original_max_position_embeddings", "must be a non-negative integer below 2^64");
   rs.original_max_position_embeddings = static_cast<std::uint64_t>(original);
   rs.low_freq_factor = num("low_freq_factor", 0.0);
   rs.high_freq_factor = num("high_freq_factor", 0.0);
@@ -609,6 +610,10 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     }
     if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
       spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
+    if (spec.head_dim == 0 && has_attention)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
+      throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
+                                               " is not a multiple of num_attention_heads " + std::to_string(heads) +
+                                               "; give head_dim");
     spec.attention_bias = r.boolean("attention_bias", r.boolean("qkv_bias", false));
   }
 
