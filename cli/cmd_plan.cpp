@@ -1,6 +1,7 @@
 // kvsight plan: KV footprints, weights, and what fits under an engine's budget
 // rules. One model x one GPU gives a report; comma lists or `all` give a fleet
 // table with one row per pair.
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -28,6 +29,25 @@ struct PlanArgs {
   bool offline = false;
   bool no_warnings = false;
 };
+
+// Strict unsigned parsing for count flags: CLI11 2.1 saturates a value beyond
+// 2^64 - 1 and wraps a negative one, which would turn a typo into a wrong number.
+std::uint64_t parse_count(const std::string& text, const std::string& flag) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError(flag, "is '" + text + "'; allowed: a non-negative integer");
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range || end != text.data() + text.size())
+    throw InputError(flag, "is " + text + ", which exceeds 2^64 - 1; allowed: a non-negative integer up to 18446744073709551615");
+  return value;
+}
+
+template <typename Target>
+CLI::Option* add_count(CLI::App& cmd, const std::string& names, Target& target, const std::string& help) {
+  const std::string flag = names.substr(0, names.find(','));
+  return cmd.add_option_function<std::string>(
+      names, [&target, flag](const std::string& text) { target = parse_count(text, flag); }, help);
+}
 
 void check_fraction(const std::optional<double>& value, const char* flag) {
   if (value && !(*value > 0.0 && *value <= 1.0))
@@ -281,9 +301,8 @@ void add_plan_command(CLI::App& app, CliState& state) {
   cmd->add_option("--engine,-e", e.engine, "Engine whose budget rules apply: vllm, sglang, trtllm, llamacpp")
       ->default_str("vllm");
   cmd->add_option("--engine-version", e.engine_version, "Engine version whose defaults and log lines to use (default: newest known)");
-  cmd->add_option("--context,-c", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)")
-      ->check(CLI::NonNegativeNumber);  // CLI11 2.1 wraps -5 into a uint64_t (fuzz/bad-input finding)
-  cmd->add_option("--batch,-b", e.batch, "Sequences in the batch for kv.bytes_per_batch")->default_str("1")->check(CLI::NonNegativeNumber);
+  add_count(*cmd, "--context,-c", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)");
+  add_count(*cmd, "--batch,-b", e.batch, "Sequences in the batch for kv.bytes_per_batch (default 1)");
   cmd->add_option("--kv-cache-dtype", e.kv_cache_dtype,
                   "[vLLM, SGLang, TRT-LLM] KV dtype: auto (model dtype), bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, "
                   "fp8_ds_mla, fp8_per_token_head, int8, nvfp4, int4_g32, ...")
@@ -294,17 +313,15 @@ void add_plan_command(CLI::App& app, CliState& state) {
   cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
                   "[vLLM] fraction of total GPU memory vLLM may use (default 0.92; 0.90 through 0.11.x)");
   cmd->add_option("--max-model-len", e.max_model_len, "[vLLM] context length; -1 = the largest that fits (default: from config)");
-  cmd->add_option("--max-num-batched-tokens", e.max_num_batched_tokens, "[vLLM] tokens per scheduler step (default by GPU and version)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-num-seqs", e.max_num_seqs, "[vLLM] sequences per step (default by GPU and version)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--kv-cache-memory-bytes", e.kv_cache_memory_bytes, "[vLLM] KV cache size in bytes, skipping the memory profile")
-      ->check(CLI::NonNegativeNumber);
+  add_count(*cmd, "--max-num-batched-tokens", e.max_num_batched_tokens, "[vLLM] tokens per scheduler step (default by GPU and version)");
+  add_count(*cmd, "--max-num-seqs", e.max_num_seqs, "[vLLM] sequences per step (default by GPU and version)");
+  add_count(*cmd, "--kv-cache-memory-bytes", e.kv_cache_memory_bytes, "[vLLM] KV cache size in bytes, skipping the memory profile");
   cmd->add_flag("--enforce-eager", e.enforce_eager, "[vLLM] no CUDA graphs (no graph memory estimate)");
   cmd->add_flag("--enable-prefix-caching", e.enable_prefix_caching, "[vLLM] prefix caching (hybrid models keep one more state page)");
   cmd->add_flag("--offline", args->offline, "[vLLM] defaults of the offline LLM class instead of `vllm serve`");
   cmd->add_option("--mem-fraction-static", e.mem_fraction_static, "[SGLang] fraction for weights + KV pool");
   cmd->add_option("--free-gpu-memory-fraction", e.free_gpu_memory_fraction, "[TRT-LLM] fraction of free memory for KV (default 0.9)");
-  cmd->add_option("--ctx-size", e.ctx_size, "[llama.cpp] n_ctx, KV cells (default: the model's training context)")
+  add_count(*cmd, "--ctx-size", e.ctx_size, "[llama.cpp] n_ctx, KV cells (default 4096, llama.cpp's common default; 0 = the model's training context)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--parallel", e.parallel, "[llama.cpp] slots sharing n_ctx")->default_str("1");
   cmd->add_option("--cache-type-k", e.cache_type_k, "[llama.cpp] K cache type: f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl")
