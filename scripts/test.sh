@@ -27,10 +27,3 @@ if [[ "${KVSIGHT_QUICK:-0}" != "1" ]]; then
   bash scripts/sanitize.sh
   bash scripts/fuzz.sh "${KVSIGHT_FUZZ_SECONDS:-30}"
 fi
-
-# Hardening (docs/reliability.md): the suite again under ASan + UBSan, then a
-# 30 s libFuzzer smoke run per reader. KVSIGHT_QUICK=1 skips both.
-if [[ "${KVSIGHT_QUICK:-0}" != "1" ]]; then
-  bash scripts/sanitize.sh
-  bash scripts/fuzz.sh "${KVSIGHT_FUZZ_SECONDS:-30}"
-fi
