@@ -101,6 +101,18 @@ std::vector<Case> config_cases() {
       c("experts per token above experts", config_with("\"num_local_experts\":4,\"num_experts_per_tok\":8"),
         "num_experts_per_tok"),
       c("text_config not an object", config_with("\"text_config\":7"), "text_config"),
+      // Review findings next to the fuzz ones: sums that wrapped silently.
+      // 2^32 x 2 layers x 2^32 = 2^65 per-layer embedding parameters (Gemma 3n fields).
+      c("per-layer embeddings overflow",
+        config_with("\"vocab_size_per_layer_input\":4294967296,\"hidden_size_per_layer_input\":4294967296"),
+        "hidden_size_per_layer_input"),
+      // (2^64 - 1) + (2^64 - 1) per-layer intermediate sizes.
+      c("per-layer intermediate sizes overflow",
+        config_with("\"intermediate_size\":[18446744073709551615,18446744073709551615]"), "intermediate_size"),
+      // MLA query head dim 2^32 - 1 + 64 wrapped to 63 in 32 bits.
+      c("MLA head dim beyond 32 bits",
+        config_with("\"kv_lora_rank\":512,\"qk_rope_head_dim\":64,\"qk_nope_head_dim\":4294967295,\"v_head_dim\":128"),
+        "qk_nope_head_dim"),
       // 2^64 - 1 x 2 does not fit in 64 bits (vocab x hidden embedding parameters).
       c("embedding parameters overflow", config_with("\"vocab_size\":18446744073709551615"),
         "embedding parameters"),

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/model.hpp"
@@ -562,7 +563,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
                                                         std::to_string(n_layers) + " layers");
     std::uint64_t sum = 0;
     for (std::size_t i = 0; i < inter->size(); ++i)
-      sum += r.as_positive((*inter)[i], r.path("intermediate_size") + "[" + std::to_string(i) + "]");
+      sum = checked_add(sum, r.as_positive((*inter)[i], r.path("intermediate_size") + "[" + std::to_string(i) + "]"),
+                        r.path("intermediate_size"));
     spec.intermediate_size = sum / n_layers;
     spec.notes.push_back("intermediate_size is a per-layer list: weights use the mean " +
                          std::to_string(spec.intermediate_size));
@@ -573,7 +575,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   // hidden_size_per_layer_input (transformers gemma3n embed_tokens_per_layer).
   if (auto per_layer_vocab = r.positive("vocab_size_per_layer_input")) {
     if (auto per_layer_hidden = r.positive("hidden_size_per_layer_input"))
-      spec.per_layer_embedding_params = *per_layer_vocab * n_layers * *per_layer_hidden;
+      spec.per_layer_embedding_params = checked_mul(checked_mul(*per_layer_vocab, n_layers, "vocab_size_per_layer_input"),
+                                                    *per_layer_hidden, "hidden_size_per_layer_input");
   }
 
   ParsedKinds kinds = read_layer_kinds(r, spec.model_type, n_layers, spec);
@@ -627,7 +630,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     mla.v_head_dim = r.as_u32(r.required_positive({"v_head_dim"}), r.path("v_head_dim"));
     spec.mla = mla;
     // The attention (query/key) head dim of MLA is nope + rope, not hidden / heads.
-    spec.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+    spec.head_dim = r.as_u32(std::uint64_t{mla.qk_nope_head_dim} + mla.qk_rope_head_dim,
+                             r.path("qk_nope_head_dim") + " + qk_rope_head_dim");
   }
 
   // MoE.
