@@ -312,6 +312,19 @@ TEST(FuzzFindings, RopeOriginalLengthBeyond64BitsIsInputError) {
   }
 }
 
+TEST(FuzzFindings, QuantGroupSizeBeyond32BitsIsInputError) {
+  // group_size 5e29: the double -> uint32 cast was UB (UBSan, model_config.cpp read_quantization).
+  const std::string config =
+      R"({"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10,)"
+      R"("quantization_config":{"quant_method":"gptq","bits":2,"group_size":499999999999999999999999999991}})";
+  try {
+    parse_hf_config(config, "x");
+    FAIL() << "accepted group_size 5e29";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("group_size"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FuzzFindings, ScaledMaxLengthBeyond63BitsIsOverflowError) {
   // 2^62 positions x linear factor 4 = 2^64 tokens: llround's result was
   // unspecified, printed as a max_model_len.

@@ -226,6 +226,8 @@ Quantization read_quantization(const ConfigReader& r) {
     const double bits = num("bits", num("w_bit", 4));
     double group = num("group_size", num("q_group_size", 128));
     if (group <= 0) group = 0;  // -1 = per-channel
+    if (!(group < 4294967296.0))  // the cast below is UB beyond 32 bits (fuzz finding)
+      throw InputError("quantization_config.group_size", "is " + std::to_string(group) + "; at most 4294967295");
     q.group_size = static_cast<std::uint32_t>(group);
     // fp16 scale + `bits`-bit zero point per group.
     q.bits_per_weight = bits + (group > 0 ? (16.0 + bits) / group : 0.0);
@@ -251,6 +253,9 @@ Quantization read_quantization(const ConfigReader& r) {
         break;  // the first group describes the linears
       }
     }
+    if (!(group < 4294967296.0))
+      throw InputError("quantization_config.config_groups.weights.group_size", "is " + std::to_string(group) +
+                                                                                "; at most 4294967295");
     q.group_size = group > 0 ? static_cast<std::uint32_t>(group) : 0;
     q.bits_per_weight = bits + (group > 0 ? 16.0 / group : 0.0);
   } else if (q.method == "bitnet") {
