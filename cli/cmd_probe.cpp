@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/probes/faults.hpp"
 #include "kvsight/probes/probes.hpp"
 
 namespace kvsight::cli {
@@ -24,7 +25,8 @@ struct ProbeFlags {
   std::string contexts = "512,1024,2048,4096,8192,16384,32768";
   std::string max_mem = "0.5";
   std::string bytes = "0";
-  std::string json_output;  // sweep: also write the JSON here
+  std::string json_output;   // sweep: also write the JSON here
+  std::string inject_fault;  // testing only: alloc|kernel|verify[:N] (overrides KVSIGHT_INJECT_FAULT)
 };
 
 // "32768", "32K" / "32k" (x 1024), "1M" (x 1048576).
@@ -130,6 +132,13 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
   command.add_option("--threads", flags.options.threads, "cpu backend threads (0 = all hardware threads)")
       ->default_val(0);
   command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->default_val(20260729);
+  command.add_option("--inject-fault", flags.inject_fault,
+                     "Testing only: alloc|kernel|verify[:N] makes the Nth allocation, kernel launch or "
+                     "reference check fail (exit 3); also KVSIGHT_INJECT_FAULT");
+}
+
+void apply_inject_fault(const ProbeFlags& flags) {
+  if (!flags.inject_fault.empty()) kp::set_injected_fault(flags.inject_fault);
 }
 
 std::string point_status(bool correct) { return correct ? "passed" : "FAILED"; }
@@ -168,6 +177,7 @@ void run_info(CliState& state) {
 
 void run_bandwidth(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
+  apply_inject_fault(flags);
   const auto result = kp::run_bandwidth(flags.backend, parse_bytes(flags.bytes, "--bytes"), flags.options);
   if (!result.correct) {
     std::cerr << "kvsight: bandwidth probe check FAILED (read sum or copy contents differ)\n";
@@ -194,6 +204,7 @@ void run_bandwidth(CliState& state, ProbeFlags& flags) {
 
 void run_attention(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
+  apply_inject_fault(flags);
   flags.shape.context = parse_count(flags.context, "--context");
   kp::validate_kernel(flags.kernel);
   const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
@@ -233,6 +244,7 @@ void run_attention(CliState& state, ProbeFlags& flags) {
 
 void run_sweep(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
+  apply_inject_fault(flags);
   std::vector<std::string> kernels;
   {
     std::stringstream in(flags.kernels);
@@ -266,7 +278,9 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
                         {"kernels", kernels}};
   for (const auto& result : results) out[result.kernel] = result;
   if (!flags.json_output.empty()) {
-    // The same JSON beside another --format (scripts/device-check.sh keeps both).
+    // The same JSON beside another --format (scripts/device-check.sh keeps both);
+    // emit() writes a temporary name and renames it, and runs only after every
+    // point passed its check (a fault throws before this: no file, no partial sweep).
     CliState json_state = state;
     json_state.output_path = flags.json_output;
     emit(json_state, render_json(out));

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "backend.hpp"
+#include "fault_injection.hpp"
 #include "half.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -29,6 +30,8 @@ namespace {
 
 using detail::Backend;
 using detail::DeviceBuffer;
+using detail::FaultKind;
+using detail::FaultPlan;
 
 constexpr std::uint64_t kMaxContext = 1ull << 24;  // block-table and token indices are int32
 constexpr std::uint32_t kMaxBlockSize = 4096;
@@ -100,8 +103,8 @@ void validate_options(const ProbeOptions& options) {
 class Session {
  public:
   Session(Backend& backend, const AttentionShape& shape, std::uint64_t max_context,
-          const ProbeOptions& options)
-      : backend_(backend), shape_(shape), options_(options), bf16_(shape.dtype == "bf16") {
+          const ProbeOptions& options, FaultPlan& faults)
+      : backend_(backend), shape_(shape), options_(options), faults_(faults), bf16_(shape.dtype == "bf16") {
     const DeviceInfo& info = backend_.info();
     const std::uint64_t budget = memory_budget(info, options_);
     const std::uint64_t row_elements = checked_mul(shape_.kv_heads, shape_.head_dim, "K/V row");
@@ -183,7 +186,18 @@ class Session {
     shape.context = context;
     point.bytes = attention_bytes(shape);
 
-    if (options_.check) check(split, params, point);
+    if (options_.check) {
+      check(split, params, point);
+      // A wrong result is a device fault, never a measurement: no time is taken.
+      if (!point.correct) {
+        throw DeviceError(backend_.info().backend + ": " + kernel + " result at context " +
+                          std::to_string(context) +
+                          " failed verification against the float64 reference: max relative error " +
+                          (std::isfinite(point.max_error) ? std::to_string(point.max_error)
+                                                          : std::string("non-finite output")) +
+                          " > bound " + std::to_string(error_bound(shape_.dtype)) + injected_);
+      }
+    }
     for (int i = 0; i < options_.warmup; ++i) backend_.time_attention(split, for_set(params, i % sets_));
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(options_.repeats));
@@ -317,6 +331,12 @@ class Session {
     backend_.time_attention(split, for_set(params, 0));
     std::vector<float> out(q_elements_);
     backend_.download(out.data(), *out_, out.size() * 4);
+    injected_.clear();
+    if (faults_.hit(FaultKind::verify)) {
+      // |reference| < 1 (a softmax average of values in [-1, 1)): +1 is always over the bound.
+      out[0] += 1.0f;
+      injected_ = faults_.note();
+    }
     const std::vector<double>& expected = reference();
     double max_reference = 0, max_difference = 0;
     bool finite = true;
@@ -333,6 +353,8 @@ class Session {
   Backend& backend_;
   AttentionShape shape_;
   ProbeOptions options_;
+  FaultPlan& faults_;
+  std::string injected_;  // note of an injected verify fault for this check, else empty
   bool bf16_;
   std::uint64_t block_elements_ = 0, q_elements_ = 0, pool_blocks_ = 0, blocks_per_seq_ = 0;
   std::uint64_t max_splits_ = 1;
@@ -497,8 +519,9 @@ std::vector<SweepResult> run_sweeps(const std::string& backend_name, const std::
     validate_shape(shape);
   }
   shape.context = contexts.front();
-  auto backend = detail::open_backend(backend_name, options);
-  Session session(*backend, shape, *std::max_element(contexts.begin(), contexts.end()), options);
+  FaultPlan faults;  // outlives the backend and the session's buffers
+  auto backend = detail::guard_backend(detail::open_backend(backend_name, options), faults);
+  Session session(*backend, shape, *std::max_element(contexts.begin(), contexts.end()), options, faults);
   std::vector<SweepResult> results;
   for (const auto& kernel : kernels) {
     SweepResult result;
@@ -553,7 +576,8 @@ AttentionResult run_attention(const std::string& backend, const std::string& ker
 BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t bytes,
                               const ProbeOptions& options) {
   validate_options(options);
-  auto backend = detail::open_backend(backend_name, options);
+  FaultPlan faults;  // outlives the backend and its buffers
+  auto backend = detail::guard_backend(detail::open_backend(backend_name, options), faults);
   const DeviceInfo& info = backend->info();
   const std::uint64_t budget = memory_budget(info, options);
   constexpr std::uint64_t kGranule = 1 << 20;
@@ -603,7 +627,21 @@ BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t byt
   }
   std::vector<std::uint32_t> copied(bytes / 4);
   backend->download(copied.data(), *destination, bytes);
+  std::string injected;
+  if (faults.hit(FaultKind::verify)) {
+    copied[0] ^= 1u;
+    injected = faults.note();
+  }
   result.correct = total == expected && copied == host;
+  if (!result.correct) {
+    // Wrong data is a device fault, never a bandwidth figure.
+    std::uint64_t differing = 0;
+    for (std::size_t i = 0; i < copied.size(); ++i) differing += copied[i] != host[i] ? 1 : 0;
+    throw DeviceError(info.backend + ": bandwidth result failed verification (exact, bound 0): read sum " +
+                      std::to_string(total) + (total == expected ? " == " : " != ") + "expected " +
+                      std::to_string(expected) + ", copy: " + std::to_string(differing) + " of " +
+                      std::to_string(copied.size()) + " words differ" + injected);
+  }
   result.read = summarize(read_samples);
   result.copy = summarize(copy_samples);
   result.read_gbps = static_cast<double>(result.read_bytes) / (result.read.median_us * 1e3);
