@@ -224,9 +224,20 @@ void run_plan(PlanArgs args, CliState& state) {
     throw InputError("--gpu-mem-gib", "give either --gpu or --gpu-mem-gib, not both");
   const auto engine = make_engine(args.engine.engine);
 
+  // vLLM and SGLang refuse to start when TP does not divide the attention heads
+  // (vllm/config/parallel.py verify_with_model_config; gates.md "Engine constraints").
+  auto check_tp = [&args](const ModelSpec& model) {
+    const std::string& e = args.engine.engine;
+    if ((e == "vllm" || e == "sglang") && model.num_attention_heads > 0 &&
+        model.num_attention_heads % args.engine.tp != 0)
+      throw InputError("--tensor-parallel-size", std::to_string(args.engine.tp) + " does not divide the " +
+                                                      std::to_string(model.num_attention_heads) + " attention heads of " +
+                                                      model.id + "; " + e + " refuses to start (see `kvsight gates`)");
+  };
   const bool single = models.size() == 1 && gpus.size() <= 1;
   if (single) {
     const ModelSpec model = resolve_model(models[0]);
+    check_tp(model);
     const GpuSpec* gpu = gpus.empty() ? nullptr : &find_gpu(gpus[0]);
     PlanResult result = engine->plan(model, gpu, args.engine);
     // What the config reader had to assume belongs next to the figures it affects.
@@ -250,6 +261,7 @@ void run_plan(PlanArgs args, CliState& state) {
   if (gpus.empty()) gpus.push_back("");
   for (const auto& model_id : models) {
     const ModelSpec model = resolve_model(model_id);
+    check_tp(model);
     for (const auto& gpu_id : gpus) {
       const GpuSpec* gpu = gpu_id.empty() ? nullptr : &find_gpu(gpu_id);
       PlanResult r = engine->plan(model, gpu, args.engine);

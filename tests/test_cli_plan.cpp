@@ -138,6 +138,8 @@ TEST(CliPlan, BadInputExitsTwoNamingTheFlag) {
   expect_bad({"plan", "--model", "smollm3-3b", "--gpu", "h200", "--gpu-memory-utilization", "0"},
              "--gpu-memory-utilization");
   expect_bad({"plan", "--model", "smollm3-3b", "--tp", "0"}, "--tensor-parallel-size");
+  // SmolLM3 has 16 attention heads: 16 % 3 = 1, so vLLM refuses TP 3.
+  expect_bad({"plan", "--model", "smollm3-3b", "--tp", "3"}, "does not divide the 16 attention heads");
   expect_bad({"plan", "--model", "smollm3-3b", "--block-size", "0"}, "--block-size");
   expect_bad({"plan", "--model", "smollm3-3b", "--kv-cache-dtype", "fp6"}, "--kv-cache-dtype");
   expect_bad({"plan", "--model", "smollm3-3b", "--engine", "ollama"}, "--engine");
