@@ -513,7 +513,7 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option("--block-size", args->block_size, "vLLM --block-size");
   command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")
       ->default_str("1");
-  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1");
+  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1")->check(positive_count());
   command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype")
       ->default_str("auto");
   command->add_option("--max-model-len", args->max_model_len,

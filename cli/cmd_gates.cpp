@@ -181,7 +181,7 @@ void add_gates_command(CLI::App& app, CliState& state) {
       ->default_str("f16");
   command->add_option("--max-model-len", args->max_model_len,
                       "Longest sequence (default: the model's maximum); the gates see it as max_seq_len");
-  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1");
+  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1")->check(positive_count());
   add_output_options(*command, state);
   command->footer(
       "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention "

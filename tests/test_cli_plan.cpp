@@ -150,6 +150,13 @@ TEST(CliPlan, BadInputExitsTwoNamingTheFlag) {
   expect_bad({"plan", "--model", "smollm3-3b", "--context", "65536", "--batch", "9223372036854775807"}, "exceeds");
 }
 
+TEST(CliCounts, NegativeBatchIsRefusedNotWrapped) {
+  // CLI11 2.1 would read -1 into a uint64_t as 2^64 - 1; each command must refuse it.
+  expect_bad({"gates", "--model", "llama-3.1-8b", "--gpu", "h200", "--batch", "-1"}, "--batch");
+  expect_bad({"cliff", "--model", "llama-3.1-8b", "--gpu", "h200", "--batch", "-2"}, "--batch");
+  expect_bad({"gates", "--model", "llama-3.1-8b", "--gpu", "h200", "--batch", "0"}, "positive integer");
+}
+
 TEST(CliPlan, OutputFileIsWrittenWholeOrNotAtAll) {
   const std::string dir = test::temp_dir("output");
   const std::string good = dir + "/plan.json", bad = dir + "/bad.json";
