@@ -150,14 +150,30 @@ TEST(Cliff, CalibrationFromProbeSweepFile) {
                                   "--q-heads", "12",           "--contexts", "1024,8192",  "--repeats",
                                   "3",         "--format",     "json",       "--output",   path});
   ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
-  std::ifstream in(path);
-  const auto file = nlohmann::json::parse(in);
-  const auto& pts = file.at("nosplit").at("points");
+  // The file has the real shape of a probe sweep; its measured times are
+  // replaced with chosen ones so the arithmetic below does not depend on how
+  // busy the machine was (a loaded 2-core run can time 8K faster than 1K):
+  // no-split 100 us at 1024 and 800 us at 8192.
+  nlohmann::json file;
+  {
+    std::ifstream in(path);
+    file = nlohmann::json::parse(in);
+  }
+  auto& pts = file.at("nosplit").at("points");
   ASSERT_EQ(pts.size(), 2u);
+  pts[0]["time_us"] = 100.0;
+  pts[1]["time_us"] = 800.0;
+  file["nosplit"]["slope_us_per_token"] = 700.0 / (8192.0 - 1024.0);
+  file["nosplit"]["growth"] = 8.0;
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << file.dump(2);
+  }
   const double c0 = pts[0].at("context").get<double>(), c1 = pts[1].at("context").get<double>();
-  const double t0 = pts[0].at("time_us").get<double>(), t1 = pts[1].at("time_us").get<double>();
-  const double slope = (t1 - t0) / (c1 - c0);  // two points: the least-squares line is the chord
-  ASSERT_GT(slope, 0.0);
+  ASSERT_EQ(c0, 1024.0);
+  ASSERT_EQ(c1, 8192.0);
+  const double t0 = 100.0;
+  const double slope = (800.0 - 100.0) / (8192.0 - 1024.0);  // two points: the least-squares line is the chord
   const auto run =
       run_kvsight({"cliff", "--model", "qwen3.6-27b", "--gpu", "rx7900xt", "--tp", "2", "--baseline-ms", "79",
                    "--contexts", "4096", "--calibration", path, "--format", "json"});
