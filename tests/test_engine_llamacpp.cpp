@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kvsight/budget.hpp"
+#include "engine_fixtures.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -13,37 +14,6 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1024ull * 1024ull;
 constexpr std::uint64_t kGiB = 1024ull * kMiB;
-
-LayerSpec attn(LayerKind kind, std::uint32_t kv_heads, std::uint32_t head_dim, std::uint64_t window = 0) {
-  LayerSpec l;
-  l.kind = kind;
-  l.kv_heads = kv_heads;
-  l.head_dim_k = head_dim;
-  l.head_dim_v = head_dim;
-  l.window = window;
-  return l;
-}
-
-ModelSpec llama31_8b() {
-  ModelSpec m;
-  m.id = "llama-3.1-8b-test";
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 14336;
-  m.vocab_size = 128256;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 131072;
-  m.layers.assign(32, attn(LayerKind::full_attention, 8, 128));
-  return m;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
 
 PlanResult plan(const ModelSpec& m, const EngineOptions& o) {
   return make_engine("llamacpp")->plan(m, nullptr, o);
@@ -153,25 +123,6 @@ TEST(LlamaCpp, SlidingWindowCacheIsCapped) {
   o.swa_full = true;
   r = plan(gemma2_like(), o);
   EXPECT_NE(joined(r.engine_log).find("( 32768 cells,  21 layers,  1/4 seqs)"), std::string::npos);
-}
-
-ModelSpec deepseek_v3_shape() {
-  ModelSpec m;
-  m.id = "deepseek-v3-test";
-  m.hidden_size = 7168;
-  m.num_attention_heads = 128;
-  m.vocab_size = 129280;
-  m.intermediate_size = 18432;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 163840;
-  m.mla = MlaSpec{512, 1536, 64, 128, 128};  // kv_lora_rank, q_lora_rank, rope, nope, v_head_dim
-  LayerSpec l;
-  l.kind = LayerKind::mla;
-  l.kv_heads = 1;
-  l.head_dim_k = 576;
-  l.head_dim_v = 0;
-  m.layers.assign(61, l);
-  return m;
 }
 
 TEST(LlamaCpp, MlaStorageByBuildWithQ8K) {

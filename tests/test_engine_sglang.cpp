@@ -5,38 +5,13 @@
 #include <string>
 
 #include "kvsight/budget.hpp"
+#include "engine_fixtures.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
 namespace {
 
 constexpr std::uint64_t kGiB = 1024ull * 1024ull * 1024ull;
-
-ModelSpec llama31_8b() {
-  ModelSpec m;
-  m.id = "llama-3.1-8b-test";
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 14336;
-  m.vocab_size = 128256;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 131072;
-  LayerSpec l;
-  l.kind = LayerKind::full_attention;
-  l.kv_heads = 8;
-  l.head_dim_k = 128;
-  l.head_dim_v = 128;
-  m.layers.assign(32, l);
-  return m;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
 
 const Assumption* find(const PlanResult& r, const std::string& name) {
   for (const auto& a : r.assumptions)

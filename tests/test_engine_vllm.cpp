@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kvsight/budget.hpp"
+#include "engine_fixtures.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -15,42 +16,8 @@ namespace {
 constexpr std::uint64_t kMiB = 1024ull * 1024ull;
 constexpr double kGiBd = 1024.0 * 1024.0 * 1024.0;
 
-LayerSpec attn(LayerKind kind, std::uint32_t kv_heads, std::uint32_t head_dim, std::uint64_t window = 0) {
-  LayerSpec l;
-  l.kind = kind;
-  l.kv_heads = kv_heads;
-  l.head_dim_k = head_dim;
-  l.head_dim_v = head_dim;
-  l.window = window;
-  return l;
-}
-
-// Llama-3.1-8B: 32 layers, 8 KV heads, head_dim 128, bf16, 131072 positions.
-ModelSpec llama31_8b() {
-  ModelSpec m;
-  m.id = "llama-3.1-8b-test";
-  m.architecture = "LlamaForCausalLM";
-  m.model_type = "llama";
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_kv_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 14336;
-  m.vocab_size = 128256;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 131072;
-  m.layers.assign(32, attn(LayerKind::full_attention, 8, 128));
-  return m;
-}
-
 bool has_line(const PlanResult& r, const std::string& line) {
   return std::find(r.engine_log.begin(), r.engine_log.end(), line) != r.engine_log.end();
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
 }
 
 EngineOptions base_options(const std::string& version) {
@@ -71,26 +38,6 @@ TEST(VllmBlockSize, DenseDefaultsTo16AndKeepsUserValue) {
   EXPECT_EQ(vllm_block_size(m, o), 32u);
   o.block_size = 0;
   EXPECT_THROW(vllm_block_size(m, o), InputError);
-}
-
-ModelSpec deepseek_v3_shape() {
-  ModelSpec m;
-  m.id = "deepseek-v3-test";
-  m.model_type = "deepseek_v3";
-  m.hidden_size = 7168;
-  m.num_attention_heads = 128;
-  m.vocab_size = 129280;
-  m.intermediate_size = 18432;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 163840;
-  m.mla = MlaSpec{512, 1536, 64, 128, 128};
-  LayerSpec l;
-  l.kind = LayerKind::mla;
-  l.kv_heads = 1;
-  l.head_dim_k = 512 + 64;  // kv_lora_rank + qk_rope_head_dim
-  l.head_dim_v = 0;
-  m.layers.assign(61, l);
-  return m;
 }
 
 TEST(VllmBlockSize, MlaForcedTo64UnlessAMultiple) {
