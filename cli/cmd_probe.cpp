@@ -131,6 +131,11 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
       ->default_val("0.5");
   command.add_option("--threads", flags.options.threads, "cpu backend threads (0 = all hardware threads)")
       ->default_val(0);
+  command
+      .add_option("--cpu-kernel", flags.options.cpu_kernel,
+                  "cpu backend kernel: auto (avx512-bf16 for bf16 where the CPU has AVX-512 BF16, else "
+                  "portable), avx512-bf16, portable (8-lane vector code, the fallback)")
+      ->default_val("auto");
   command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->default_val(20260729);
   command.add_option("--inject-fault", flags.inject_fault,
                      "Testing only: alloc|kernel|verify[:N] makes the Nth allocation, kernel launch or "
@@ -172,7 +177,14 @@ void run_info(CliState& state) {
                             fixed(device.clock_mhz, 0), std::to_string(device.wave_size)});
     }
   }
-  emit(state, render_table(table, state.format()));
+  std::string text = render_table(table, state.format());
+  for (const auto& backend : backends) {
+    for (const auto& device : backend.devices) {
+      if (!device.cpu_kernel.empty())
+        text += "\ncpu kernel: " + device.cpu_kernel + " (--cpu-kernel chooses)\n";
+    }
+  }
+  emit(state, text);
 }
 
 void run_bandwidth(CliState& state, ProbeFlags& flags) {

@@ -18,6 +18,11 @@ TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
   ASSERT_EQ(j["backends"].size(), 3u);
   EXPECT_EQ(j["backends"][2]["name"], "cpu");
   EXPECT_EQ(j["backends"][2]["status"], "ok");
+  // The cpu device names the kernel auto picks: AVX-512 BF16 where the CPU has it, else the portable one.
+  const std::string cpu_kernel = j["backends"][2]["devices"][0]["cpu_kernel"];
+  EXPECT_TRUE(cpu_kernel.rfind("avx512-bf16 for bf16, portable", 0) == 0 ||
+              cpu_kernel.rfind("portable", 0) == 0)
+      << cpu_kernel;
   // No GPU on the test machines: a compiled GPU backend says "no device: ...", an absent one "not compiled".
   for (int i = 0; i < 2; ++i) {
     const std::string status = j["backends"][i]["status"];
@@ -74,6 +79,11 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
   run = run_kvsight({"probe", "attention", "--backend", "cpu", "--max-mem", "lots"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--max-mem"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--cpu-kernel", "avx1024"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, portable"),
+            std::string::npos)
+      << run.err;
 }
 
 TEST(ProbeCli, AttentionJson) {

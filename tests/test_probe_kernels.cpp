@@ -10,12 +10,21 @@
 #include <vector>
 
 #include "../probes/src/backend.hpp"
+#include "../probes/src/cpu_kernel.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/probes/probes.hpp"
 
 namespace {
 namespace kp = kvsight::probes;
 using kvsight::kernels::PagedDecodeParams;
+
+// The cpu kernels this machine runs: the portable one always, the AVX-512
+// BF16 one where the CPU has it (auto picks it there, so both are tested).
+std::vector<std::string> cpu_kernels() {
+  std::vector<std::string> out = {"portable"};
+  if (kvsight::probes::detail::cpu_has_avx512_bf16()) out.push_back("avx512-bf16");
+  return out;
+}
 
 // Softmax over three tokens by hand. head_dim 64, scale 1/8, block size 2,
 // block table [5, 2] (token 0, 1 -> block 5; token 2 -> block 2) in a pool of 8
@@ -31,7 +40,13 @@ class HandCase : public ::testing::Test {
   static constexpr std::uint16_t kNaN = 0x7fc0;  // bf16 quiet NaN
 
   void run(int splits, int tokens_per_split) {
-    auto backend = kvsight::probes::detail::cpu_open(2);
+    for (const std::string& kernel : cpu_kernels()) {
+      SCOPED_TRACE(kernel);
+      run_with(kernel, splits, tokens_per_split);
+    }
+  }
+  void run_with(const std::string& kernel, int splits, int tokens_per_split) {
+    auto backend = kvsight::probes::detail::cpu_open(2, kernel);
     std::vector<std::uint16_t> k(kPool * kBlock * kHeadDim, kNaN), v(kPool * kBlock * kHeadDim, kNaN);
     const int rows[3] = {5 * kBlock + 0, 5 * kBlock + 1, 2 * kBlock + 0};
     const std::uint16_t c[3] = {0x0000, 0x4100, 0x4180};      // 0, 8, 16 in bf16
@@ -137,13 +152,17 @@ TEST_P(EveryVariant, BothAlgorithmsMatchFloat64) {
   options.warmup = 0;
   options.max_mem_bytes = 4 * kp::attention_bytes(shape) + (4u << 20);
   options.max_mem_fraction = 0.9;
-  for (const char* kernel : {"nosplit", "splitkv"}) {
-    options.splits = std::string(kernel) == "splitkv" ? 3 : 0;  // the cpu's 2 threads alone would pick 1
-    const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
-    EXPECT_TRUE(r.point.correct) << kernel << " max error " << r.point.max_error;
-    EXPECT_LE(r.point.max_error, kp::error_bound(v.dtype));
-    EXPECT_EQ(r.point.splits, std::string(kernel) == "splitkv" ? 3u : 1u);
-    EXPECT_EQ(r.point.bytes, kp::attention_bytes(shape));
+  options.threads = 2;  // with 2 sequences x 2 KV heads the AVX-512 kernel's split-KV tasks take both heads
+  for (const std::string& cpu_kernel : cpu_kernels()) {
+    options.cpu_kernel = cpu_kernel;
+    for (const char* kernel : {"nosplit", "splitkv"}) {
+      options.splits = std::string(kernel) == "splitkv" ? 3 : 0;  // the cpu's 2 threads alone would pick 1
+      const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
+      EXPECT_TRUE(r.point.correct) << cpu_kernel << " " << kernel << " max error " << r.point.max_error;
+      EXPECT_LE(r.point.max_error, kp::error_bound(v.dtype));
+      EXPECT_EQ(r.point.splits, std::string(kernel) == "splitkv" ? 3u : 1u);
+      EXPECT_EQ(r.point.bytes, kp::attention_bytes(shape));
+    }
   }
 }
 
@@ -174,6 +193,35 @@ TEST(ProbeKernels, AutomaticSplitsAndSweep) {
     // out 4 x 128 x 4 = 2,048.
     EXPECT_EQ(r.points[1].bytes, 1048576ull + 512 + 4 + 1024 + 2048);
     EXPECT_DOUBLE_EQ(r.growth, r.points[1].time_us / r.points[0].time_us);
+  }
+}
+
+// Tasks of the AVX-512 kernel: the largest divisor of the KV heads giving every
+// thread two tasks (else 1), at most 2048 row elements per task.
+TEST(ProbeKernels, HeadsPerTask) {
+  using kvsight::probes::detail::heads_per_task_for;
+  EXPECT_EQ(heads_per_task_for(8, 128, 4, 2), 8);   // 4 seqs x 1 split x 8/8 = 4 tasks >= 2 x 2
+  EXPECT_EQ(heads_per_task_for(8, 128, 1, 2), 2);   // 8/8 = 1 and 8/4 = 2 tasks < 4; 8/2 = 4
+  EXPECT_EQ(heads_per_task_for(32, 128, 1, 2), 8);  // 32 x 128 > 2048; 16 gives 2 tasks < 4; 8 gives 4
+  EXPECT_EQ(heads_per_task_for(8, 256, 4, 2), 8);   // 8 x 256 = 2048 is allowed
+  EXPECT_EQ(heads_per_task_for(16, 256, 4, 2), 8);  // 16 x 256 = 4096 > 2048
+  EXPECT_EQ(heads_per_task_for(6, 128, 1, 2), 1);   // 6, 3, 2 heads give 1, 2, 3 tasks < 4
+  EXPECT_EQ(heads_per_task_for(6, 128, 4, 2), 6);   // 4 x 1 = 4 tasks
+  EXPECT_EQ(heads_per_task_for(6, 128, 3, 2), 3);   // 6 heads: 3 tasks < 4; 3 heads: 6
+  EXPECT_EQ(heads_per_task_for(1, 128, 1, 16), 1);
+}
+
+TEST(ProbeKernels, UnknownCpuKernelIsRefused) {
+  kp::AttentionShape shape{64, 16, 1, 1, 1, 64, "bf16"};
+  kp::ProbeOptions options;
+  options.cpu_kernel = "avx9000";
+  try {
+    kp::run_attention("cpu", "nosplit", shape, options);
+    FAIL() << "expected an InputError";
+  } catch (const kvsight::InputError& e) {
+    EXPECT_EQ(e.field(), "--cpu-kernel");
+    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, portable"), std::string::npos)
+        << e.what();
   }
 }
 

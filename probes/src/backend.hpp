@@ -39,7 +39,8 @@ class Backend {
 
 // Each backend: discovery (never throws) and opening a device (throws DeviceError).
 BackendInfo cpu_discover();
-std::unique_ptr<Backend> cpu_open(std::uint32_t threads);
+// kernel: auto | avx512-bf16 | portable (ProbeOptions::cpu_kernel).
+std::unique_ptr<Backend> cpu_open(std::uint32_t threads, const std::string& kernel = "auto");
 BackendInfo cuda_discover();
 std::unique_ptr<Backend> cuda_open(int device);
 BackendInfo hip_discover();

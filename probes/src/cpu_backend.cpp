@@ -2,7 +2,9 @@
 // per (sequence, KV head) walking its context with an online softmax over tiles
 // of kTileTokens; split-KV tasks per (sequence, KV head, split) plus a reduce),
 // run on std::threads over 16-bit data. It lets every probe run and be tested on
-// a machine with no GPU. Hot loops use explicit 8-lane vectors (bf16 -> fp32 is
+// a machine with no GPU. Where the CPU has AVX-512 BF16, bf16 data goes to the
+// 16-lane kernel of cpu_kernel_avx512_bf16.cpp (--cpu-kernel chooses). The
+// portable kernel here uses explicit 8-lane vectors (bf16 -> fp32 is
 // a shift or a mask; fixed HEAD_DIM; scores for 2 heads x 4 tokens per pass with
 // one shuffle reduction; a vector exp per tile) and the hot entry point is cloned
 // for x86-64-v3 (AVX2 + FMA) with a baseline fallback.
@@ -21,6 +23,7 @@
 #include <thread>
 
 #include "backend.hpp"
+#include "cpu_kernel.hpp"
 #include "half.hpp"
 #include "kvsight/error.hpp"
 
@@ -118,13 +121,6 @@ template <int HEAD_DIM, bool BF16>
     for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
   }
 }
-
-// Output of one task: unnormalised accumulators [q_per_kv][HEAD_DIM], running max and sum per head.
-struct TaskState {
-  alignas(kAlignment) float acc[kMaxGqa * 256];
-  float running_max[kMaxGqa];
-  float running_sum[kMaxGqa];
-};
 
 typedef std::int32_t Vec8i __attribute__((vector_size(32)));
 
@@ -337,21 +333,20 @@ template <int HEAD_DIM, bool BF16>
   }
 }
 
-template <int HEAD_DIM, bool BF16>
-[[gnu::always_inline]] inline void run_task(const PagedDecodeParams& p, bool split, int seq, int kv_head,
-                                            int split_index, TaskState& state) {
-  const int seq_len = p.seq_lens[seq];
-  const int begin = split ? std::min(seq_len, split_index * p.tokens_per_split) : 0;
-  const int end = split ? std::min(seq_len, begin + p.tokens_per_split) : seq_len;
-  attend_range<HEAD_DIM, BF16>(p, seq, kv_head, begin, end, state);
+// Writes a finished task: its partial (split-KV) or its normalised output.
+// acc is in natural dimension order unless bf16_permuted (the portable bf16
+// path's [8 even | 8 odd] order per 16 dimensions).
+void write_task_output(const PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
+                       const TaskState& state, bool bf16_permuted) {
   const int group = p.q_per_kv;
+  const int head_dim = p.head_dim;
   const long long first_head =
       static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group;
-  alignas(kAlignment) float natural[HEAD_DIM];
+  alignas(kAlignment) float natural[256];
   for (int g = 0; g < group; ++g) {
-    const float* acc = state.acc + g * HEAD_DIM;
-    if constexpr (BF16) {
-      for (int c = 0; c < HEAD_DIM; c += 16) {
+    const float* acc = state.acc + g * head_dim;
+    if (bf16_permuted) {
+      for (int c = 0; c < head_dim; c += 16) {
         for (int i = 0; i < 8; ++i) {
           natural[c + 2 * i] = acc[c + i];
           natural[c + 2 * i + 1] = acc[c + 8 + i];
@@ -361,15 +356,34 @@ template <int HEAD_DIM, bool BF16>
     }
     if (split) {
       const long long slot = (first_head + g) * p.num_splits + split_index;
-      std::memcpy(p.partial_out + slot * HEAD_DIM, acc, sizeof(float) * HEAD_DIM);
+      std::memcpy(p.partial_out + slot * head_dim, acc, sizeof(float) * static_cast<std::size_t>(head_dim));
       p.partial_max[slot] = state.running_max[g];
       p.partial_sum[slot] = state.running_sum[g];
     } else {
-      float* out = p.out + (first_head + g) * HEAD_DIM;
+      float* out = p.out + (first_head + g) * head_dim;
       const float inverse = 1.0f / state.running_sum[g];
-      for (int d = 0; d < HEAD_DIM; ++d) out[d] = acc[d] * inverse;
+      for (int d = 0; d < head_dim; ++d) out[d] = acc[d] * inverse;
     }
   }
+}
+
+// Tokens [begin, end) of one task: the whole context, or split split_index.
+struct TaskRange {
+  int begin, end;
+};
+TaskRange task_range(const PagedDecodeParams& p, bool split, int seq, int split_index) {
+  const int seq_len = p.seq_lens[seq];
+  const int begin = split ? std::min(seq_len, split_index * p.tokens_per_split) : 0;
+  const int end = split ? std::min(seq_len, begin + p.tokens_per_split) : seq_len;
+  return {begin, end};
+}
+
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void run_task(const PagedDecodeParams& p, bool split, int seq, int kv_head,
+                                            int split_index, TaskState& state) {
+  const TaskRange range = task_range(p, split, seq, split_index);
+  attend_range<HEAD_DIM, BF16>(p, seq, kv_head, range.begin, range.end, state);
+  write_task_output(p, split, seq, kv_head, split_index, state, BF16);
 }
 
 // The hot entry point, cloned for AVX2+FMA and a baseline x86-64 (GCC
@@ -491,9 +505,45 @@ DeviceInfo describe_cpu(std::uint32_t threads) {
   return info;
 }
 
+// Which paged-decode kernel the backend runs.
+enum class CpuKernel { portable, avx512_bf16 };
+
+// Name of the portable kernel's clone this CPU gets.
+std::string portable_kernel_name() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  return __builtin_cpu_supports("x86-64-v3") ? "portable (x86-64-v3 clone)" : "portable (baseline clone)";
+#else
+  return "portable";
+#endif
+}
+
+// --cpu-kernel: auto picks the AVX-512 BF16 kernel where the CPU has it.
+CpuKernel choose_cpu_kernel(const std::string& requested) {
+  if (requested == "auto") return cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : CpuKernel::portable;
+  if (requested == "portable") return CpuKernel::portable;
+  if (requested == "avx512-bf16") {
+    if (!cpu_has_avx512_bf16()) {
+      throw InputError(
+          "--cpu-kernel",
+          "avx512-bf16 needs AVX-512 with the BF16 extension (AMD Zen 4 and later, Intel Cooper "
+          "Lake / Sapphire Rapids and later), which this CPU lacks; allowed here: auto, portable");
+    }
+    return CpuKernel::avx512_bf16;
+  }
+  throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: auto, avx512-bf16, portable");
+}
+
+std::string cpu_kernel_name(CpuKernel kernel) {
+  if (kernel == CpuKernel::portable) return portable_kernel_name();
+  return "avx512-bf16 for bf16, " + portable_kernel_name() + " for fp16";
+}
+
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(std::uint32_t threads) : threads_(threads), info_(describe_cpu(threads)) {}
+  CpuBackend(std::uint32_t threads, CpuKernel kernel)
+      : threads_(threads), kernel_(kernel), info_(describe_cpu(threads)) {
+    info_.cpu_kernel = cpu_kernel_name(kernel);
+  }
   const DeviceInfo& info() const override { return info_; }
   std::unique_ptr<DeviceBuffer> allocate(std::uint64_t bytes) override {
     return std::make_unique<HostBuffer>(bytes);
@@ -507,14 +557,38 @@ class CpuBackend final : public Backend {
   double time_attention(bool split, const PagedDecodeParams& p) override {
     const auto start = std::chrono::steady_clock::now();
     const int splits = split ? p.num_splits : 1;
-    const long long tasks = static_cast<long long>(p.num_seqs) * p.num_kv_heads * splits;
-    parallel_for(threads_, tasks, [&](long long task) {
-      thread_local std::unique_ptr<TaskState> state = std::make_unique<TaskState>();
-      const int split_index = static_cast<int>(task % splits);
-      const int kv_head = static_cast<int>((task / splits) % p.num_kv_heads);
-      const int seq = static_cast<int>(task / splits / p.num_kv_heads);
-      run_task_dispatch(p, split, seq, kv_head, split_index, *state);
-    });
+    if (kernel_ == CpuKernel::avx512_bf16 && p.dtype == kernels::ElementType::bf16) {
+      // Tasks of several KV heads of one (sequence, split): the heads of a
+      // token are adjacent in the paged layout, so a task reads each block
+      // as one contiguous run, as a GPU does when all heads' programs run at
+      // once (one head alone reads 256 B at a 2 KiB stride).
+      const int heads = heads_per_task_for(p.num_kv_heads, p.head_dim,
+                                           static_cast<long long>(p.num_seqs) * splits, threads_);
+      const int head_groups = p.num_kv_heads / heads;
+      const long long tasks = static_cast<long long>(p.num_seqs) * head_groups * splits;
+      parallel_for(threads_, tasks, [&](long long task) {
+        thread_local std::vector<TaskState> states;
+        if (states.size() < static_cast<std::size_t>(heads)) states.resize(static_cast<std::size_t>(heads));
+        const int split_index = static_cast<int>(task % splits);
+        const int first_head = static_cast<int>((task / splits) % head_groups) * heads;
+        const int seq = static_cast<int>(task / splits / head_groups);
+        const TaskRange range = task_range(p, split, seq, split_index);
+        attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+        for (int h = 0; h < heads; ++h) {
+          write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
+                            false);
+        }
+      });
+    } else {
+      const long long tasks = static_cast<long long>(p.num_seqs) * p.num_kv_heads * splits;
+      parallel_for(threads_, tasks, [&](long long task) {
+        thread_local std::unique_ptr<TaskState> state = std::make_unique<TaskState>();
+        const int split_index = static_cast<int>(task % splits);
+        const int kv_head = static_cast<int>((task / splits) % p.num_kv_heads);
+        const int seq = static_cast<int>(task / splits / p.num_kv_heads);
+        run_task_dispatch(p, split, seq, kv_head, split_index, *state);
+      });
+    }
     if (split) {
       const long long heads = static_cast<long long>(p.num_seqs) * p.num_kv_heads * p.q_per_kv;
       parallel_for(threads_, heads, [&](long long head) { reduce_head(p, head); });
@@ -564,6 +638,7 @@ class CpuBackend final : public Backend {
     return sum;
   }
   std::uint32_t threads_;
+  CpuKernel kernel_;
   DeviceInfo info_;
 };
 
@@ -575,17 +650,30 @@ std::uint32_t default_threads(std::uint32_t requested) {
 
 }  // namespace
 
+// KV heads one task walks together: the largest divisor of the KV head count
+// that still gives every thread two tasks (else 1: one head per task, as the
+// portable kernel), with at most 2048 row elements per task (a 32-token tile
+// of K and V for all of them, 256 KiB of bf16, stays in a core's L2).
+int heads_per_task_for(int num_kv_heads, int head_dim, long long seqs_x_splits, std::uint32_t threads) {
+  for (int heads = num_kv_heads; heads > 1; --heads) {
+    if (num_kv_heads % heads != 0 || static_cast<long long>(heads) * head_dim > 2048) continue;
+    if (seqs_x_splits * (num_kv_heads / heads) >= 2LL * threads) return heads;
+  }
+  return 1;
+}
+
 BackendInfo cpu_discover() {
   BackendInfo out;
   out.name = "cpu";
   out.compiled = true;
   out.status = "ok";
   out.devices.push_back(describe_cpu(default_threads(0)));
+  out.devices.back().cpu_kernel = cpu_kernel_name(choose_cpu_kernel("auto"));
   return out;
 }
 
-std::unique_ptr<Backend> cpu_open(std::uint32_t threads) {
-  return std::make_unique<CpuBackend>(default_threads(threads));
+std::unique_ptr<Backend> cpu_open(std::uint32_t threads, const std::string& kernel) {
+  return std::make_unique<CpuBackend>(default_threads(threads), choose_cpu_kernel(kernel));
 }
 
 }  // namespace kvsight::probes::detail

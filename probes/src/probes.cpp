@@ -85,7 +85,10 @@ std::uint64_t memory_budget(const DeviceInfo& info, const ProbeOptions& options)
   return budget;
 }
 
-std::string device_label(const DeviceInfo& info) { return info.name + " (" + info.arch + ")"; }
+std::string device_label(const DeviceInfo& info) {
+  if (!info.cpu_kernel.empty()) return info.name + " (" + info.arch + "; kernel " + info.cpu_kernel + ")";
+  return info.name + " (" + info.arch + ")";
+}
 
 void validate_options(const ProbeOptions& options) {
   if (options.repeats < 1 || options.repeats > 100000) {
@@ -495,13 +498,13 @@ double least_squares_slope(const std::vector<double>& x, const std::vector<doubl
 
 namespace detail {
 std::unique_ptr<Backend> open_backend(const std::string& name, const ProbeOptions& options) {
-  if (name == "cpu") return cpu_open(options.threads);
+  if (name == "cpu") return cpu_open(options.threads, options.cpu_kernel);
   if (name == "cuda") return cuda_open(0);
   if (name == "hip") return hip_open(0);
   if (name == "auto") {
     if (const BackendInfo cuda = cuda_discover(); !cuda.devices.empty()) return cuda_open(0);
     if (const BackendInfo hip = hip_discover(); !hip.devices.empty()) return hip_open(0);
-    return cpu_open(options.threads);
+    return cpu_open(options.threads, options.cpu_kernel);
   }
   throw InputError("--backend", "'" + name + "' unknown; allowed: auto, cpu, cuda, hip");
 }
@@ -667,6 +670,7 @@ void to_json(nlohmann::json& j, const DeviceInfo& v) {
        {"memory_clock_mhz", v.memory_clock_mhz},
        {"memory_bus_bits", v.memory_bus_bits},
        {"wave_size", v.wave_size}};
+  if (!v.cpu_kernel.empty()) j["cpu_kernel"] = v.cpu_kernel;
 }
 void to_json(nlohmann::json& j, const BackendInfo& v) {
   j = {{"name", v.name}, {"compiled", v.compiled}, {"status", v.status}, {"devices", v.devices}};

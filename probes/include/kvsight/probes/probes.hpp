@@ -33,6 +33,7 @@ struct ProbeOptions {
   std::uint64_t seed = 20260729;    // random data and block tables
   std::uint32_t splits = 0;         // split-KV split count; 0 = choose_splits()
   std::uint32_t threads = 0;        // cpu backend threads; 0 = std::thread::hardware_concurrency()
+  std::string cpu_kernel = "auto";  // cpu backend: auto | avx512-bf16 | portable
   std::function<void(const std::string&)> progress;  // long sweeps report here (stderr in the CLI)
 };
 
@@ -49,6 +50,7 @@ struct DeviceInfo {
   double memory_clock_mhz = 0;
   std::uint32_t memory_bus_bits = 0;
   std::uint32_t wave_size = 0;  // 32 / 64; cpu: 1
+  std::string cpu_kernel;       // cpu backend: the paged-decode kernel in use; empty on GPUs
 };
 
 struct BackendInfo {

@@ -1,0 +1,328 @@
+// The cpu backend's AVX-512 BF16 paged-decode kernel for bf16 q/K/V: the same
+// algorithm as attend_range in cpu_backend.cpp (one task walks one (sequence,
+// KV head) range in tiles of 32 tokens with an online softmax) at 16 lanes.
+//
+// Why it exists: the portable 8-lane kernel spends ~370 instructions per
+// (token, KV head) at GQA 4 and is bound by arithmetic, not by memory (see
+// docs/measurements.md). Here:
+//  - q.K uses VDPBF16PS on the raw bf16 data: 32 bf16 products per
+//    instruction, no conversion of K at all. A product of two bf16 values is
+//    exact in fp32 (8-bit significands), so the only rounding is the fp32
+//    accumulation, as in the portable kernel (the instruction treats denormal
+//    inputs as zero: bf16 values below 2^-126 do not occur in attention data).
+//  - 16 dot products are reduced to one vector of 16 scores with 15 shuffle +
+//    add steps (3 per score) instead of a horizontal sum each.
+//  - P x V stays in fp32, as the portable kernel does (P is not rounded to bf16
+//    as vLLM's Triton kernel does with P.to(V.dtype)): V is widened with a
+//    shift (even elements) and a mask (odd elements), which permutes each
+//    32-dimension chunk into [16 even | 16 odd]; the order is undone once at
+//    the end of the task.
+//  - up to 4 query heads x 64 dimensions of accumulators stay in registers
+//    across a tile's tokens, each V vector feeding 4 FMAs.
+// Every function that uses the instructions carries the target attribute, so
+// the rest of the binary stays baseline x86-64 and this code runs only after
+// cpu_has_avx512_bf16() said so.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "cpu_kernel.hpp"
+#include "kvsight/error.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KVS_AVX512_KERNEL 1
+#if !defined(__clang__)
+// GCC 12's avx512fintrin.h seeds "undefined" vectors with `__m512i __Y = __Y;`,
+// which -Wmaybe-uninitialized flags once inlined (GCC bug 105593, fixed in 13).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#else
+#define KVS_AVX512_KERNEL 0
+#endif
+
+namespace kvsight::probes::detail {
+
+#if KVS_AVX512_KERNEL
+
+bool cpu_has_avx512_bf16() {
+  __builtin_cpu_init();
+  // libgcc / compiler-rt also check that the OS saves the AVX-512 state (XCR0).
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bf16");
+}
+
+#define KVS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+#define KVS_AVX512_INLINE KVS_AVX512 __attribute__((always_inline)) inline
+
+namespace {
+
+using kernels::kMaxGqa;
+using kernels::PagedDecodeParams;
+
+// Tokens per online-softmax step: kernels::kTileTokens, two vectors of scores.
+constexpr int kTile = 32;
+static_assert(kernels::kTileTokens == kTile, "the cpu kernels use the device kernels' tile");
+// Rows past the end of the last tile read this instead of memory that may not
+// exist; their scores are masked to -inf before the softmax.
+alignas(64) const std::uint16_t kZeroRow[256] = {};
+
+// exp of x <= 0, 16 lanes (Cephes expf: x = n ln 2 + r with ln 2 in two parts,
+// degree-6 polynomial in r, 2^n by VSCALEFPS); relative error ~1e-7. x is
+// clamped at -87.3 so the result stays normal; masked lanes are zeroed later.
+KVS_AVX512_INLINE __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 y = _mm512_fmadd_ps(r, _mm512_set1_ps(1.9875691500e-4f), _mm512_set1_ps(1.3981999507e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_add_ps(_mm512_fmadd_ps(y, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(y, n);
+}
+
+// s[i] holds 16 partial sums of token i's dot product; returns the 16 sums in
+// token order. Four halving steps (128-bit lanes across registers, then
+// within lanes) leave element 4L + k holding token 4k + L; one permute
+// transposes that 4 x 4 order back.
+KVS_AVX512_INLINE __m512 reduce16(const __m512 (&s)[16]) {
+  __m512 a[8], b[4], c[2];
+  for (int k = 0; k < 8; ++k) {  // lanes [x x y y] of tokens 2k, 2k+1: 8 partials each
+    a[k] = _mm512_add_ps(_mm512_shuffle_f32x4(s[2 * k], s[2 * k + 1], 0x44),
+                         _mm512_shuffle_f32x4(s[2 * k], s[2 * k + 1], 0xEE));
+  }
+  for (int j = 0; j < 4; ++j) {  // lane L holds token 4j + L: 4 partials
+    b[j] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0x88),
+                         _mm512_shuffle_f32x4(a[2 * j], a[2 * j + 1], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {  // lane L: tokens 8i + L, 8i + 4 + L, 2 partials each
+    c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0x88),
+                         _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], 0xDD));
+  }
+  const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(c[0], c[1], 0x88), _mm512_shuffle_ps(c[0], c[1], 0xDD));
+  const __m512i transpose = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(transpose, sums);
+}
+
+// Loads every 64-byte line of `elements` bf16 values at each row offset, in
+// address order, and discards them: the tile is in L1/L2 afterwards. Plain
+// loads in address order let the core's stream prefetcher run ahead; measured
+// on a Zen 5 VM, 2 threads at ctx 32768: software prefetches 1-4 tiles ahead
+// (T0, T1, NTA, in bulk or spread per head) moved 18-21 GB/s, this 25.9.
+KVS_AVX512_INLINE void touch_rows(const std::uint16_t* base, const long long* offsets, int count,
+                                  int elements) {
+  __m512i sink = _mm512_setzero_si512();
+  for (int t = 0; t < count; ++t) {
+    for (int e = 0; e < elements; e += 32)
+      sink = _mm512_or_si512(sink, _mm512_loadu_si512(base + offsets[t] + e));
+  }
+  // An asm barrier keeps the loads without storing anything.
+  __asm__ volatile("" : : "v"(sink));
+}
+
+// Element offsets of the rows of tokens [start, start + count) (KV head 0;
+// head h is h * head_dim further).
+void row_offsets(const PagedDecodeParams& p, const std::int32_t* block_table, int start, int count,
+                 long long* out) {
+  const long long row_stride = static_cast<long long>(p.num_kv_heads) * p.head_dim;
+  int block_index = start / p.block_size;
+  int in_block = start % p.block_size;
+  long long block = block_table[block_index];
+  for (int t = 0; t < count; ++t) {
+    out[t] = (block * p.block_size + in_block) * row_stride;
+    if (++in_block == p.block_size && t + 1 < count) {
+      in_block = 0;
+      block = block_table[++block_index];
+    }
+  }
+}
+
+// P x V for NH query heads (acc rows of HEAD_DIM floats, permuted order) over a
+// tile: 64 dimensions at a time, NH x 4 accumulators in registers.
+template <int HEAD_DIM, int NH>
+KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile], const float* rescale,
+                                       const std::uint16_t* const* v_rows, int count) {
+  const __m512i high_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int d = 0; d < HEAD_DIM; d += 64) {
+    __m512 a[NH][4];
+    for (int h = 0; h < NH; ++h) {
+      const __m512 r = _mm512_set1_ps(rescale[h]);
+      for (int i = 0; i < 4; ++i) a[h][i] = _mm512_mul_ps(_mm512_load_ps(acc + h * HEAD_DIM + d + 16 * i), r);
+    }
+    for (int t = 0; t < count; ++t) {
+      const __m512i r0 = _mm512_loadu_si512(v_rows[t] + d);
+      const __m512i r1 = _mm512_loadu_si512(v_rows[t] + d + 32);
+      const __m512 v[4] = {_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)),
+                           _mm512_castsi512_ps(_mm512_and_si512(r0, high_half)),
+                           _mm512_castsi512_ps(_mm512_slli_epi32(r1, 16)),
+                           _mm512_castsi512_ps(_mm512_and_si512(r1, high_half))};
+      for (int h = 0; h < NH; ++h) {
+        const __m512 w = _mm512_set1_ps(weights[h][t]);
+        for (int i = 0; i < 4; ++i) a[h][i] = _mm512_fmadd_ps(w, v[i], a[h][i]);
+      }
+    }
+    for (int h = 0; h < NH; ++h) {
+      for (int i = 0; i < 4; ++i) _mm512_store_ps(acc + h * HEAD_DIM + d + 16 * i, a[h][i]);
+    }
+  }
+}
+
+// One tile of one KV head: scores, online softmax, P x V into state.
+template <int HEAD_DIM>
+KVS_AVX512_INLINE void attend_tile(const std::uint16_t* q, int group, float scale_value,
+                                   const std::uint16_t* const* k_rows, const std::uint16_t* const* v_rows,
+                                   int count, TaskState& state) {
+  constexpr int kChunks = HEAD_DIM / 32;      // 512-bit vectors of bf16 per row
+  alignas(64) float weights[kMaxGqa][kTile];  // scores, then softmax weights
+  float rescale[kMaxGqa];
+  const __m512 scale = _mm512_set1_ps(scale_value);
+  const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
+  const int vectors = (count + 15) / 16;  // score vectors of 16 tokens in this tile
+
+  // Scores: 16 tokens of one head per pass, each K row read as bf16 pairs.
+  for (int g = 0; g < group; ++g) {
+    __m512i qv[kChunks];
+    for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_loadu_si512(q + g * HEAD_DIM + 32 * c);
+    for (int b = 0; b < vectors; ++b) {
+      __m512 dots[16];
+      for (int i = 0; i < 16; ++i) {
+        const std::uint16_t* k_row = k_rows[16 * b + i];
+        __m512 sum = _mm512_setzero_ps();
+        for (int c = 0; c < kChunks; ++c) {
+          sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(qv[c]),
+                                 reinterpret_cast<__m512bh>(_mm512_loadu_si512(k_row + 32 * c)));
+        }
+        dots[i] = sum;
+      }
+      _mm512_store_ps(weights[g] + 16 * b, _mm512_mul_ps(reduce16(dots), scale));
+    }
+  }
+
+  // Online softmax: one max and one rescale per head per tile.
+  const __mmask16 valid0 = count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
+  const __mmask16 valid1 = count <= 16   ? 0
+                           : count >= 32 ? 0xFFFF
+                                         : static_cast<__mmask16>((1u << (count - 16)) - 1);
+  for (int g = 0; g < group; ++g) {
+    const __m512 s0 = _mm512_mask_mov_ps(minus_inf, valid0, _mm512_load_ps(weights[g]));
+    const __m512 s1 =
+        vectors > 1 ? _mm512_mask_mov_ps(minus_inf, valid1, _mm512_load_ps(weights[g] + 16)) : minus_inf;
+    const float old_max = state.running_max[g];
+    const float new_max = std::max(old_max, _mm512_reduce_max_ps(_mm512_max_ps(s0, s1)));
+    const __m512 m = _mm512_set1_ps(new_max);
+    const __m512 w0 = _mm512_maskz_mov_ps(valid0, exp16(_mm512_sub_ps(s0, m)));
+    const __m512 w1 = _mm512_maskz_mov_ps(valid1, exp16(_mm512_sub_ps(s1, m)));
+    _mm512_store_ps(weights[g], w0);
+    _mm512_store_ps(weights[g] + 16, w1);
+    const float r = old_max == -INFINITY ? 0.0f : std::exp(old_max - new_max);
+    rescale[g] = r;
+    state.running_sum[g] = state.running_sum[g] * r + _mm512_reduce_add_ps(_mm512_add_ps(w0, w1));
+    state.running_max[g] = new_max;
+  }
+
+  // P x V: blocks of 4 heads, then the 1-3 left over.
+  int g = 0;
+  for (; g + 4 <= group; g += 4)
+    weighted_values<HEAD_DIM, 4>(state.acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+  float* acc_rest = state.acc + g * HEAD_DIM;
+  switch (group - g) {
+    case 3:
+      weighted_values<HEAD_DIM, 3>(acc_rest, weights + g, rescale + g, v_rows, count);
+      break;
+    case 2:
+      weighted_values<HEAD_DIM, 2>(acc_rest, weights + g, rescale + g, v_rows, count);
+      break;
+    case 1:
+      weighted_values<HEAD_DIM, 1>(acc_rest, weights + g, rescale + g, v_rows, count);
+      break;
+    default:
+      break;
+  }
+}
+
+template <int HEAD_DIM>
+KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                       int end, TaskState* states) {
+  const std::uint16_t* k_rows[kTile];
+  const std::uint16_t* v_rows[kTile];
+  long long offsets[kTile];
+  const int group = p.q_per_kv;
+  const auto* q_seq = static_cast<const std::uint16_t*>(p.q) +
+                      static_cast<long long>(seq) * p.num_kv_heads * group * HEAD_DIM;
+  for (int h = 0; h < kv_head_count; ++h) {
+    for (int g = 0; g < group; ++g) {
+      states[h].running_max[g] = -INFINITY;
+      states[h].running_sum[g] = 0.0f;
+    }
+    std::fill(states[h].acc, states[h].acc + group * HEAD_DIM, 0.0f);
+  }
+  const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
+  const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache) + first_kv_head * HEAD_DIM;
+  const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache) + first_kv_head * HEAD_DIM;
+
+  for (int tile_start = begin; tile_start < end; tile_start += kTile) {
+    const int count = std::min(kTile, end - tile_start);
+    row_offsets(p, block_table, tile_start, count, offsets);
+    // Read the tile's rows of every head of the task in address order
+    // before computing on them (see the file comment).
+    touch_rows(k_cache, offsets, count, kv_head_count * HEAD_DIM);
+    touch_rows(v_cache, offsets, count, kv_head_count * HEAD_DIM);
+    for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
+    for (int h = 0; h < kv_head_count; ++h) {
+      for (int t = 0; t < count; ++t) {
+        k_rows[t] = k_cache + offsets[t] + h * HEAD_DIM;
+        v_rows[t] = v_cache + offsets[t] + h * HEAD_DIM;
+      }
+      attend_tile<HEAD_DIM>(q_seq + static_cast<long long>(first_kv_head + h) * group * HEAD_DIM, group,
+                            p.scale, k_rows, v_rows, count, states[h]);
+    }
+  }
+
+  // Undo the [16 even | 16 odd] order of each 32-dimension chunk.
+  alignas(64) float natural[HEAD_DIM];
+  for (int h = 0; h < kv_head_count; ++h) {
+    for (int g = 0; g < group; ++g) {
+      float* acc = states[h].acc + g * HEAD_DIM;
+      for (int c = 0; c < HEAD_DIM; c += 32) {
+        for (int i = 0; i < 16; ++i) {
+          natural[c + 2 * i] = acc[c + i];
+          natural[c + 2 * i + 1] = acc[c + 16 + i];
+        }
+      }
+      std::memcpy(acc, natural, sizeof(natural));
+    }
+  }
+}
+
+}  // namespace
+
+void attend_avx512_bf16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                        int end, TaskState* states) {
+  switch (p.head_dim) {
+    case 64:
+      return attend<64>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    case 128:
+      return attend<128>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    case 256:
+      return attend<256>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    default:
+      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
+  }
+}
+
+#else  // not x86-64 with GCC or clang: the portable kernel only
+
+bool cpu_has_avx512_bf16() { return false; }
+
+void attend_avx512_bf16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
+  throw DeviceError("cpu: the AVX-512 BF16 kernel is not compiled for this architecture");
+}
+
+#endif
+
+}  // namespace kvsight::probes::detail
