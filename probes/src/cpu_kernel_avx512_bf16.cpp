@@ -1,6 +1,7 @@
 // The cpu backend's AVX-512 BF16 paged-decode kernel for bf16 q/K/V: the same
-// algorithm as attend_range in cpu_backend.cpp (one task walks one (sequence,
-// KV head) range in tiles of 32 tokens with an online softmax) at 16 lanes.
+// algorithm as attend_range in cpu_backend.cpp (each (sequence, KV head) walks
+// its token range in tiles of 32 with an online softmax; split-KV partials are
+// reduced by the backend) at 16 lanes.
 //
 // Why it exists: the portable 8-lane kernel spends ~370 instructions per
 // (token, KV head) at GQA 4 and is bound by arithmetic, not by memory (see
@@ -12,13 +13,19 @@
 //    inputs as zero: bf16 values below 2^-126 do not occur in attention data).
 //  - 16 dot products are reduced to one vector of 16 scores with 15 shuffle +
 //    add steps (3 per score) instead of a horizontal sum each.
-//  - P x V stays in fp32, as the portable kernel does (P is not rounded to bf16
-//    as vLLM's Triton kernel does with P.to(V.dtype)): V is widened with a
-//    shift (even elements) and a mask (odd elements), which permutes each
-//    32-dimension chunk into [16 even | 16 odd]; the order is undone once at
-//    the end of the task.
+//  - P x V stays in fp32 (P is not rounded to bf16), as in the portable kernel
+//    and the device kernels: V is widened with a shift (even elements) and a
+//    mask (odd elements), which permutes each 32-dimension chunk into
+//    [16 even | 16 odd]; the order is undone once at the end of the task.
 //  - up to 4 query heads x 64 dimensions of accumulators stay in registers
 //    across a tile's tokens, each V vector feeding 4 FMAs.
+//  - one task runs several adjacent KV heads of a sequence in lockstep, tile
+//    by tile (each head keeps its own softmax state, so the results are those
+//    of one task per head), and first reads the tile's rows for all of them in
+//    address order: with 16-token blocks and 8 KV heads that is a contiguous
+//    32 KiB run per block instead of 256 B at a 2 KiB stride, which the core's
+//    stream prefetcher follows (software prefetches did not help; numbers in
+//    touch_rows and docs/measurements.md).
 // Every function that uses the instructions carries the target attribute, so
 // the rest of the binary stays baseline x86-64 and this code runs only after
 // cpu_has_avx512_bf16() said so.
