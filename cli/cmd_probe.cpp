@@ -2,6 +2,7 @@
 // probes/ (kvsight/probes/probes.hpp); this file parses flags and renders.
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -31,6 +32,12 @@ struct ProbeFlags {
 
 // "32768", "32K" / "32k" (x 1024), "1M" (x 1048576).
 std::uint64_t parse_count(const std::string& text, const std::string& flag) {
+  // std::stoull takes "-4" (and " 4") and wraps it to 2^64 - 4: only digits may lead.
+  if (text.empty() || text[0] < '0' || text[0] > '9') {
+    throw InputError(flag, "'" + text +
+                               "' is not a count; allowed: a non-negative integer, optionally with K or M "
+                               "(x1024)");
+  }
   std::size_t used = 0;
   unsigned long long value = 0;
   try {
@@ -41,8 +48,15 @@ std::uint64_t parse_count(const std::string& text, const std::string& flag) {
   }
   const std::string suffix = text.substr(used);
   if (suffix.empty()) return value;
-  if (suffix == "K" || suffix == "k") return value * 1024ull;
-  if (suffix == "M" || suffix == "m") return value * 1024ull * 1024ull;
+  const unsigned long long scale = suffix == "K" || suffix == "k"   ? 1024ull
+                                   : suffix == "M" || suffix == "m" ? 1024ull * 1024ull
+                                                                    : 0;
+  if (scale != 0) {
+    if (value > std::numeric_limits<std::uint64_t>::max() / scale) {
+      throw InputError(flag, "'" + text + "' overflows 64 bits");
+    }
+    return value * scale;
+  }
   throw InputError(flag, "'" + text + "' has an unknown suffix; allowed: an integer, optionally with K or M");
 }
 
