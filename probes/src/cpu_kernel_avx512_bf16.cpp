@@ -211,10 +211,12 @@ KVS_AVX512_INLINE void attend_tile(const std::uint16_t* q, int group, float scal
   }
 
   // Online softmax: one max and one rescale per head per tile.
-  const __mmask16 valid0 = count >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << count) - 1);
-  const __mmask16 valid1 = count <= 16   ? 0
-                           : count >= 32 ? 0xFFFF
-                                         : static_cast<__mmask16>((1u << (count - 16)) - 1);
+  // Lanes of the two score vectors that hold tokens of this tile.
+  const auto lanes = [](int tokens) {
+    return static_cast<__mmask16>(tokens >= 16 ? 0xFFFFu : tokens <= 0 ? 0u : (1u << tokens) - 1u);
+  };
+  const __mmask16 valid0 = lanes(count);
+  const __mmask16 valid1 = lanes(count - 16);
   for (int g = 0; g < group; ++g) {
     const __m512 s0 = _mm512_mask_mov_ps(minus_inf, valid0, _mm512_load_ps(weights[g]));
     const __m512 s1 =
