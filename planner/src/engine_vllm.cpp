@@ -215,9 +215,12 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
   //    fills ceil(n / group_size) groups, layers[i::num_groups] to group i.
   std::vector<std::pair<CacheSpec, std::vector<std::uint32_t>>> buckets;
   for (const auto& [index, s] : specs) {
-    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const auto& b) { return b.first == s; });
+    // A named reference, not the binding itself, goes into the lambda: clang
+    // before 16 cannot capture a structured binding (P1091R3).
+    const CacheSpec& spec = s;
+    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const auto& b) { return b.first == spec; });
     if (it == buckets.end())
-      buckets.push_back({s, {index}});
+      buckets.push_back({spec, {index}});
     else
       it->second.push_back(index);
   }
