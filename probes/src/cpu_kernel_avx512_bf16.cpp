@@ -21,11 +21,11 @@
 //    across a tile's tokens, each V vector feeding 4 FMAs.
 //  - one task runs several adjacent KV heads of a sequence in lockstep, tile
 //    by tile (each head keeps its own softmax state, so the results are those
-//    of one task per head), and first reads the tile's rows for all of them in
-//    address order: with 16-token blocks and 8 KV heads that is a contiguous
-//    32 KiB run per block instead of 256 B at a 2 KiB stride, which the core's
-//    stream prefetcher follows (software prefetches did not help; numbers in
-//    touch_rows and docs/measurements.md).
+//    of one task per head), and first reads the tile's rows for all of them
+//    with dense plain loads: with 16-token blocks and 8 KV heads a block is a
+//    contiguous 32 KiB run instead of 256 B at a 2 KiB stride, and dense loads
+//    keep many misses in flight (software prefetches did not help; numbers at
+//    touch_tile and in docs/measurements.md).
 // Every function that uses the instructions carries the target attribute, so
 // the rest of the binary stays baseline x86-64 and this code runs only after
 // cpu_has_avx512_bf16() said so.
@@ -116,20 +116,31 @@ KVS_AVX512_INLINE __m512 reduce16(const __m512 (&s)[16]) {
   return _mm512_permutexvar_ps(transpose, sums);
 }
 
-// Loads every 64-byte line of `elements` bf16 values at each row offset, in
-// address order, and discards them: the tile is in L1/L2 afterwards. Plain
-// loads in address order let the core's stream prefetcher run ahead; measured
-// on a Zen 5 VM, 2 threads at ctx 32768: software prefetches 1-4 tiles ahead
-// (T0, T1, NTA, in bulk or spread per head) moved 18-21 GB/s, this 25.9.
-KVS_AVX512_INLINE void touch_rows(const std::uint16_t* base, const long long* offsets, int count,
-                                  int elements) {
-  __m512i sink = _mm512_setzero_si512();
-  for (int t = 0; t < count; ++t) {
-    for (int e = 0; e < elements; e += 32)
-      sink = _mm512_or_si512(sink, _mm512_loadu_si512(base + offsets[t] + e));
+// Loads every 64-byte line of the tile's rows (`elements` bf16 values at each
+// row offset, in K and in V) and discards them: the tile is in L1/L2
+// afterwards, and the arithmetic that follows does not wait on memory.
+// Plain loads, issued densely, are what keeps enough misses in flight on this
+// kind of core; the order is address order within four streams at once (K
+// and V of the first and of the second half of the rows: with 16-token blocks,
+// the tile's two blocks). Measured on the Zen 5 VM, 2 threads, ctx 32768,
+// split-KV: software prefetches 1-4 tiles ahead (T0/T1/NTA, in bulk, per head
+// or spread over the P x V loop) 18-29 GB/s; K then V, one stream: 25.9-31;
+// K and V interleaved: 34-35; four streams: 34-39; eight: 33-34.
+KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t* v_base,
+                                  const long long* offsets, int count, int elements) {
+  __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+  const int half = (count + 1) / 2;
+  for (int t = 0; t < half; ++t) {
+    const int u = t + half < count ? t + half : t;  // an odd count reads its middle row twice
+    for (int e = 0; e < elements; e += 32) {
+      s0 = _mm512_or_si512(s0, _mm512_loadu_si512(k_base + offsets[t] + e));
+      s1 = _mm512_or_si512(s1, _mm512_loadu_si512(v_base + offsets[t] + e));
+      s2 = _mm512_or_si512(s2, _mm512_loadu_si512(k_base + offsets[u] + e));
+      s3 = _mm512_or_si512(s3, _mm512_loadu_si512(v_base + offsets[u] + e));
+    }
   }
-  // An asm barrier keeps the loads without storing anything.
-  __asm__ volatile("" : : "v"(sink));
+  // An empty asm that takes the results keeps the loads without storing anything.
+  __asm__ volatile("" : : "v"(s0), "v"(s1), "v"(s2), "v"(s3));
 }
 
 // Element offsets of the rows of tokens [start, start + count) (KV head 0;
@@ -279,8 +290,7 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
     row_offsets(p, block_table, tile_start, count, offsets);
     // Read the tile's rows of every head of the task in address order
     // before computing on them (see the file comment).
-    touch_rows(k_cache, offsets, count, kv_head_count * HEAD_DIM);
-    touch_rows(v_cache, offsets, count, kv_head_count * HEAD_DIM);
+    touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
     for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
     for (int h = 0; h < kv_head_count; ++h) {
       for (int t = 0; t < count; ++t) {
