@@ -175,7 +175,6 @@ template <int HEAD_DIM, bool BF16>
   const float* table = BF16 ? nullptr : fp16_table();
   const int group = p.q_per_kv;
   const int padded_group = (group + 1) / 2 * 2;
-  const long long row_stride = static_cast<long long>(p.num_kv_heads) * HEAD_DIM;
   const auto* q_data =
       static_cast<const std::uint16_t*>(p.q) +
       (static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group) *
@@ -203,17 +202,9 @@ template <int HEAD_DIM, bool BF16>
   // demand miss at every block boundary (measured: 1.2 GB/s per thread with
   // 16-token blocks against 2.4 GB/s with contiguous ones, before prefetching).
   long long offsets[2][kTileTokens];
+  const long long head_element = static_cast<long long>(kv_head) * HEAD_DIM;
   const auto fill_offsets = [&](long long* out, int tile_start, int count) {
-    int block_index = tile_start / p.block_size;
-    int in_block = tile_start % p.block_size;
-    long long block = block_table[block_index];
-    for (int t = 0; t < count; ++t) {
-      out[t] = (block * p.block_size + in_block) * row_stride + static_cast<long long>(kv_head) * HEAD_DIM;
-      if (++in_block == p.block_size && t + 1 < count) {
-        in_block = 0;
-        block = block_table[++block_index];
-      }
-    }
+    row_offsets(p, block_table, tile_start, count, head_element, out);
   };
   constexpr int kLineElements = 64 / sizeof(std::uint16_t);
   constexpr int kPrefetchTiles = KVS_PREFETCH_TILES;
@@ -334,10 +325,9 @@ template <int HEAD_DIM, bool BF16>
 }
 
 // Writes a finished task: its partial (split-KV) or its normalised output.
-// acc is in natural dimension order unless bf16_permuted (the portable bf16
-// path's [8 even | 8 odd] order per 16 dimensions).
+// interleave: the order state.acc is in (see kPortableBf16Interleave).
 void write_task_output(const PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
-                       const TaskState& state, bool bf16_permuted) {
+                       const TaskState& state, int interleave) {
   const int group = p.q_per_kv;
   const int head_dim = p.head_dim;
   const long long first_head =
@@ -345,11 +335,12 @@ void write_task_output(const PagedDecodeParams& p, bool split, int seq, int kv_h
   alignas(kAlignment) float natural[256];
   for (int g = 0; g < group; ++g) {
     const float* acc = state.acc + g * head_dim;
-    if (bf16_permuted) {
-      for (int c = 0; c < head_dim; c += 16) {
-        for (int i = 0; i < 8; ++i) {
+    if (interleave > 0) {
+      const int half = interleave / 2;
+      for (int c = 0; c < head_dim; c += interleave) {
+        for (int i = 0; i < half; ++i) {
           natural[c + 2 * i] = acc[c + i];
-          natural[c + 2 * i + 1] = acc[c + 8 + i];
+          natural[c + 2 * i + 1] = acc[c + half + i];
         }
       }
       acc = natural;
@@ -383,7 +374,7 @@ template <int HEAD_DIM, bool BF16>
                                             int split_index, TaskState& state) {
   const TaskRange range = task_range(p, split, seq, split_index);
   attend_range<HEAD_DIM, BF16>(p, seq, kv_head, range.begin, range.end, state);
-  write_task_output(p, split, seq, kv_head, split_index, state, BF16);
+  write_task_output(p, split, seq, kv_head, split_index, state, BF16 ? kPortableBf16Interleave : 0);
 }
 
 // The hot entry point, cloned for AVX2+FMA and a baseline x86-64 (GCC
@@ -557,41 +548,37 @@ class CpuBackend final : public Backend {
   double time_attention(bool split, const PagedDecodeParams& p) override {
     const auto start = std::chrono::steady_clock::now();
     const int splits = split ? p.num_splits : 1;
-    if (kernel_ == CpuKernel::avx512_bf16 && p.dtype == kernels::ElementType::bf16) {
-      // Tasks of several KV heads of one (sequence, split): the heads of a
-      // token are adjacent in the paged layout, so a task reads each block
-      // as one contiguous run, as a GPU does when all heads' programs run at
-      // once (one head alone reads 256 B at a 2 KiB stride).
-      const int heads = heads_per_task_for(p.num_kv_heads, p.head_dim,
-                                           static_cast<long long>(p.num_seqs) * splits, threads_);
-      const int head_groups = p.num_kv_heads / heads;
-      const long long tasks = static_cast<long long>(p.num_seqs) * head_groups * splits;
-      parallel_for(threads_, tasks, [&](long long task) {
-        thread_local std::vector<TaskState> states;
-        if (states.size() < static_cast<std::size_t>(heads)) states.resize(static_cast<std::size_t>(heads));
-        const int split_index = static_cast<int>(task % splits);
-        const int first_head = static_cast<int>((task / splits) % head_groups) * heads;
-        const int seq = static_cast<int>(task / splits / head_groups);
-        const TaskRange range = task_range(p, split, seq, split_index);
-        attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
-        for (int h = 0; h < heads; ++h) {
-          write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
-                            false);
-        }
-      });
-    } else {
-      const long long tasks = static_cast<long long>(p.num_seqs) * p.num_kv_heads * splits;
-      parallel_for(threads_, tasks, [&](long long task) {
-        thread_local std::unique_ptr<TaskState> state = std::make_unique<TaskState>();
-        const int split_index = static_cast<int>(task % splits);
-        const int kv_head = static_cast<int>((task / splits) % p.num_kv_heads);
-        const int seq = static_cast<int>(task / splits / p.num_kv_heads);
-        run_task_dispatch(p, split, seq, kv_head, split_index, *state);
-      });
-    }
+    // A task is (sequence, group of adjacent KV heads, split). The AVX-512
+    // kernel takes several heads per task: the heads of a token are adjacent
+    // in the paged layout, so a task reads each block as one contiguous run,
+    // as a GPU does when all heads' programs run at once (one head alone
+    // reads 256 B at a 2 KiB stride). The portable kernel takes one.
+    const bool wide = kernel_ == CpuKernel::avx512_bf16 && p.dtype == kernels::ElementType::bf16;
+    const int heads = wide ? heads_per_task_for(p.num_kv_heads, p.head_dim,
+                                                static_cast<long long>(p.num_seqs) * splits, threads_)
+                           : 1;
+    const int head_groups = p.num_kv_heads / heads;
+    const long long tasks = static_cast<long long>(p.num_seqs) * head_groups * splits;
+    parallel_for(threads_, tasks, [&](long long task) {
+      thread_local std::vector<TaskState> states;
+      if (states.size() < static_cast<std::size_t>(heads)) states.resize(static_cast<std::size_t>(heads));
+      const int split_index = static_cast<int>(task % splits);
+      const int first_head = static_cast<int>((task / splits) % head_groups) * heads;
+      const int seq = static_cast<int>(task / splits / head_groups);
+      if (!wide) {
+        run_task_dispatch(p, split, seq, first_head, split_index, states[0]);
+        return;
+      }
+      const TaskRange range = task_range(p, split, seq, split_index);
+      attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+      for (int h = 0; h < heads; ++h) {
+        write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
+                          kAvx512Bf16Interleave);
+      }
+    });
     if (split) {
-      const long long heads = static_cast<long long>(p.num_seqs) * p.num_kv_heads * p.q_per_kv;
-      parallel_for(threads_, heads, [&](long long head) { reduce_head(p, head); });
+      const long long q_heads = static_cast<long long>(p.num_seqs) * p.num_kv_heads * p.q_per_kv;
+      parallel_for(threads_, q_heads, [&](long long head) { reduce_head(p, head); });
     }
     const auto stop = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::micro>(stop - start).count();

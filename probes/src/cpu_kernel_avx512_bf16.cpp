@@ -16,7 +16,7 @@
 //  - P x V stays in fp32 (P is not rounded to bf16), as in the portable kernel
 //    and the device kernels: V is widened with a shift (even elements) and a
 //    mask (odd elements), which permutes each 32-dimension chunk into
-//    [16 even | 16 odd]; the order is undone once at the end of the task.
+//    [16 even | 16 odd] (kAvx512Bf16Interleave); write_task_output undoes it.
 //  - up to 4 query heads x 64 dimensions of accumulators stay in registers
 //    across a tile's tokens, each V vector feeding 4 FMAs.
 //  - one task runs several adjacent KV heads of a sequence in lockstep, tile
@@ -141,23 +141,6 @@ KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16
   }
   // An empty asm that takes the results keeps the loads without storing anything.
   __asm__ volatile("" : : "v"(s0), "v"(s1), "v"(s2), "v"(s3));
-}
-
-// Element offsets of the rows of tokens [start, start + count) (KV head 0;
-// head h is h * head_dim further).
-void row_offsets(const PagedDecodeParams& p, const std::int32_t* block_table, int start, int count,
-                 long long* out) {
-  const long long row_stride = static_cast<long long>(p.num_kv_heads) * p.head_dim;
-  int block_index = start / p.block_size;
-  int in_block = start % p.block_size;
-  long long block = block_table[block_index];
-  for (int t = 0; t < count; ++t) {
-    out[t] = (block * p.block_size + in_block) * row_stride;
-    if (++in_block == p.block_size && t + 1 < count) {
-      in_block = 0;
-      block = block_table[++block_index];
-    }
-  }
 }
 
 // P x V for NH query heads (acc rows of HEAD_DIM floats, permuted order) over a
@@ -287,7 +270,7 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
 
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
-    row_offsets(p, block_table, tile_start, count, offsets);
+    row_offsets(p, block_table, tile_start, count, 0, offsets);
     // Read the tile's rows of every head of the task in address order
     // before computing on them (see the file comment).
     touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
@@ -299,21 +282,6 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
       }
       attend_tile<HEAD_DIM>(q_seq + static_cast<long long>(first_kv_head + h) * group * HEAD_DIM, group,
                             p.scale, k_rows, v_rows, count, states[h]);
-    }
-  }
-
-  // Undo the [16 even | 16 odd] order of each 32-dimension chunk.
-  alignas(64) float natural[HEAD_DIM];
-  for (int h = 0; h < kv_head_count; ++h) {
-    for (int g = 0; g < group; ++g) {
-      float* acc = states[h].acc + g * HEAD_DIM;
-      for (int c = 0; c < HEAD_DIM; c += 32) {
-        for (int i = 0; i < 16; ++i) {
-          natural[c + 2 * i] = acc[c + i];
-          natural[c + 2 * i + 1] = acc[c + 16 + i];
-        }
-      }
-      std::memcpy(acc, natural, sizeof(natural));
     }
   }
 }
