@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libcli11-dev           # CLI parsing (cli/)
   nlohmann-json3-dev     # JSON reading/writing (planner/, probes/, cli/)
   libgtest-dev googletest # unit tests (tests/)

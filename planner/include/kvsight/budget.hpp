@@ -1,7 +1,7 @@
 #pragma once
 // Engine budgets: how much memory an engine gives to KV on a GPU, and what that
 // buys (blocks, tokens, concurrency, the largest max_model_len that fits). One
-// implementation per engine (planner/src/engine_<name>.cpp), each citing the
+// implementation per engine (planner/src/engines/<name>.cpp), each citing the
 // engine source it follows (shared/reference/formulas.md, overheads.md).
 #include <cstdint>
 #include <memory>

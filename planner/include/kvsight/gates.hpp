@@ -2,7 +2,7 @@
 // Attention-kernel gates: which attention implementation an engine selects for a
 // model's attention layers on a device family, why every other candidate is
 // refused, and the hard constraints that stop the engine from starting at all.
-// The rules are data tables (planner/src/gates_rules.cpp), each recording the
+// The rules are data tables (planner/src/gates/gates_rules.cpp), each recording the
 // engine file and version it was read from (shared/reference/gates.md).
 #include <cstdint>
 #include <string>

@@ -21,7 +21,7 @@
 #include <numeric>
 #include <string>
 
-#include "engine_common.hpp"
+#include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"

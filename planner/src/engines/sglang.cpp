@@ -22,7 +22,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine_common.hpp"
+#include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"

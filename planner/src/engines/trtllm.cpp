@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine_common.hpp"
+#include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"

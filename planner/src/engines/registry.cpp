@@ -1,5 +1,5 @@
 // The engine registry (make_engine, engine_names) and the helpers the engine
-// budgets share (engine_common.hpp).
+// budgets share (common.hpp).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "engine_common.hpp"
+#include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
