@@ -69,6 +69,33 @@ class ExllamaEngine final : public Engine {
   }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
 
+  std::string display_name() const override { return generation_ == 2 ? "ExLlamaV2" : "ExLlamaV3"; }
+  std::string default_version() const override { return known_versions().front(); }
+  // The cache is sized in tokens (ExLlamaV2Cache max_seq_len; TabbyAPI cache_size) with
+  // one cache mode for K and V (TabbyAPI cache_mode); kvsight spells them --ctx-size and
+  // --cache-type-k, as for llama.cpp, and also --cache-size / --cache-mode.
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::ctx_size, {"--cache-size", "--ctx-size"}},
+            {OptionField::cache_type_k, {"--cache-mode", "--cache-type-k"}}};
+  }
+  std::vector<std::string> kv_cache_dtypes() const override {
+    if (generation_ == 2) return {"f16", "fp16", "FP16", "q8", "Q8", "q6", "Q6", "q4", "Q4"};
+    std::vector<std::string> modes{"f16", "fp16", "FP16"};
+    for (char bits = '2'; bits <= '8'; ++bits) {
+      modes.push_back(std::string("q") + bits);
+      modes.push_back(std::string("Q") + bits);
+    }
+    return modes;
+  }
+  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+    return given_or_default_block(
+        options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator", [](std::uint32_t b) { return b == kPage; },
+        "256 (the dynamic generator's fixed page)");
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*, const EngineOptions&) const override {
+    return {};
+  }
+
  private:
   int generation_;
 };
