@@ -1,5 +1,5 @@
 // The top-level CLI: subcommands, global options, and the one place exceptions
-// become exit codes (DESIGN.md: 0 ok, 1 check failed, 2 bad input, 3 device).
+// become exit codes (README.md "JSON contract": 0 ok, 1 check failed, 2 bad input, 3 device).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>

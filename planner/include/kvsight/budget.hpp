@@ -2,7 +2,7 @@
 // Engine budgets: how much memory an engine gives to KV on a GPU, and what that
 // buys (blocks, tokens, concurrency, the largest max_model_len that fits). One
 // implementation per engine (planner/src/engines/<name>.cpp), each citing the
-// engine source it follows (shared/reference/formulas.md, overheads.md).
+// engine source it follows (docs/reference/formulas.md, overheads.md).
 #include <cstdint>
 #include <memory>
 #include <optional>

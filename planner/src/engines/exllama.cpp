@@ -5,7 +5,7 @@
 // (256-token pages, the whole completion reserved up front, max_batch_size 256; FP8 cache
 // refused); turboderp-org/exllamav3 (v1.4.1) exllamav3/cache (k_bits, v_bits 2..8, fp16 scale
 // per 32 values for K and for V). Per token per layer, with d = kv_heads x head_dim
-// (shared/reference/overheads.md): FP16 4d bytes; Q8 2.125d; Q6 1.625d (exl2: K 8-bit,
+// (docs/reference/overheads.md): FP16 4d bytes; Q8 2.125d; Q6 1.625d (exl2: K 8-bit,
 // V 4-bit; exl3: 6,6); Q4 1.125d; exl3 k,v bits: d (k + v) / 8 + d / 8.
 #include <algorithm>
 #include <string>

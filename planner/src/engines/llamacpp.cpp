@@ -259,7 +259,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
 
   // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
   // Unset = 4096, the default of common/common.h (n_ctx) that llama-server and llama-cli
-  // use. formulas.md says the training context; the source says 4096, so 4096 it is
+  // use; formulas.md "Other engines" gives cells = n_ctx, the source gives 4096 when unset
   // (issue #18376 shows the default at build 7539; newer builds' --fit may lower it further).
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
   std::uint64_t n_ctx = options.ctx_size.value_or(4096);

@@ -1,6 +1,6 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
-// the engine constraints that refuse start-up. Sources: shared/reference/gates.md.
+// the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
