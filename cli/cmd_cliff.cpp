@@ -1,8 +1,9 @@
 // kvsight cliff: decode time versus context for the selected attention path and a
 // split-KV path, beside the published vLLM #50264 / PR #45916 figures, optionally
 // with both probe kernels measured on this device.
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "kvsight/error.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
+#include "kvsight/input_file.hpp"
 #include "kvsight/model.hpp"
 #include "kvsight/probes/probes.hpp"
 #include "svg_plot.hpp"
@@ -59,12 +61,31 @@ std::vector<std::uint64_t> parse_contexts(const std::string& text, const std::st
   return out;
 }
 
-std::string read_text(const std::string& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(field, "cannot read '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+// A `probe sweep --format json` file is about 0.5 KB per point (du of one: 7 points
+// x 2 kernels = 6.9 KB); 16 MiB is thousands of times that and still read in a blink.
+// Larger, a FIFO or a device is refused before reading (kvsight/input_file.hpp).
+constexpr std::uint64_t kMaxCalibrationBytes = 16ull << 20;
+
+std::string read_calibration_file(const std::string& path) {
+  return read_input_file(path, "--calibration", kMaxCalibrationBytes);
+}
+
+// --baseline-ms is a measured time: a finite number of milliseconds > 0. CLI11
+// converts "nan", "inf" and "-5" to doubles, and a negative one was then silently
+// ignored (issue #14 item 4).
+CLI::Validator finite_positive_ms() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(begin, &end);
+        if (text.empty() || end != begin + text.size() || errno == ERANGE || !std::isfinite(value) ||
+            !(value > 0))
+          return "is '" + text + "'; allowed: a finite number of milliseconds > 0";
+        return "";
+      },
+      "MS > 0");
 }
 
 std::string pct(double predicted, double published) {
@@ -194,8 +215,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     DecodeModelOptions decode_options;
     if (args.baseline_ms >= 0) decode_options.baseline_ms = args.baseline_ms;
     if (!args.calibration_path.empty()) {
-      decode_options.calibration = calibration_from_probe_json(
-          read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
+      decode_options.calibration = calibration_from_probe_json(read_calibration_file(args.calibration_path),
+                                                               args.calibration_path, gpu);
     }
     scenario = build_decode_scenario(model, gpu, options, gates, decode_options);
     contexts = args.contexts_text.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
@@ -224,8 +245,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     split_contexts = contexts;
   }
   if (scenario_mode && !args.calibration_path.empty()) {
-    scenario.calibration = calibration_from_probe_json(read_text(args.calibration_path, "--calibration"),
-                                                       args.calibration_path, gpu);
+    scenario.calibration =
+        calibration_from_probe_json(read_calibration_file(args.calibration_path), args.calibration_path, gpu);
   }
 
   const DecodeCurve curve = predict_decode(scenario, contexts, false);
@@ -273,7 +294,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
       plot.series.push_back(published);
       plot.series.push_back(published_split);
     }
-    write_svg(plot, args.plot_path);
+    // Queued: written with the rest of the run's output once it succeeded.
+    add_artefact(state, args.plot_path, "--plot", render_svg(plot));
   }
 
   if (state.format() == Format::json) {
@@ -521,9 +543,10 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option(
       "--contexts", args->contexts_text,
       "Comma list of contexts to predict (default 1024..32768; scenario: the published ones)");
-  command->add_option(
-      "--baseline-ms", args->baseline_ms,
-      "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");
+  command
+      ->add_option("--baseline-ms", args->baseline_ms,
+                   "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)")
+      ->check(finite_positive_ms());
   command->add_option(
       "--calibration", args->calibration_path,
       "JSON of `kvsight probe sweep --format json` (nosplit kernel) to calibrate the kernel times");
@@ -532,7 +555,8 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option("--measure-contexts", args->measure_contexts_text,
                       "Contexts for --backend (default cpu 256,512,1024,2048; gpu 1024..32768)");
   command->add_option("--repeats", args->repeats, "Timed repeats per probe point")->default_str("5");
-  command->add_option("--plot", args->plot_path, "Write ms/token vs context as an SVG file");
+  command->add_option("--plot", args->plot_path, "Write ms/token vs context as an SVG file")
+      ->check(output_target("--plot"));
   add_output_options(*command, state);
   command->callback([args, &state] { run_cliff(*args, state); });
 }
