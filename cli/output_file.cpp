@@ -86,9 +86,9 @@ std::string write_temporary(const Artefact& a) {
     throw OutputError(failure(a, what + " '" + temp + "'", error));
   };
   // Keep an existing target's permission bits (a rename would otherwise reset them
-  // to 0666 & ~umask).
+  // to 0666 & ~umask), but never its setuid/setgid/sticky bits on new contents.
   struct stat info {};
-  if (::lstat(a.path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::fchmod(fd, info.st_mode & 07777) != 0)
+  if (::lstat(a.path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::fchmod(fd, info.st_mode & 0777) != 0)
     fail("cannot set the mode of");
   std::size_t done = 0;
   while (done < a.text.size()) {

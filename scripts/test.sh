@@ -27,7 +27,7 @@ for arg in "$@"; do
   case "$arg" in
     --full) mode=full; gpu=ON ;;
     --gpu) gpu=AUTO ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option '$arg'; allowed: --full, --gpu, --help" >&2; exit 2 ;;
   esac
 done
