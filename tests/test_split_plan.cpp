@@ -4,6 +4,7 @@
 // split kernel), so each case shows its own arithmetic.
 #include <gtest/gtest.h>
 
+#include "kvsight/decode_model.hpp"
 #include "kvsight/split_plan.hpp"
 
 namespace {
@@ -82,6 +83,24 @@ TEST(SplitPlan, LimitsAndDegenerateInputs) {
   const SplitPlan empty = plan(132, 4, 1, 1, 0);
   EXPECT_EQ(empty.splits, 1u);
   EXPECT_EQ(empty.tokens_per_split, 1u);
+}
+
+// The decode model splits with the same planner: a split kernel group at batch 4
+// x 8 KV heads on 132 SMs. Calibration default 2 programs per SM: 264 slots / 32
+// programs = 8 splits of 32768 / 8 = 4096 tokens. With a probe's occupancy of 4:
+// 528 / 32 = 16 splits.
+TEST(SplitPlan, DecodeModelUsesThePlanner) {
+  kvsight::DecodeScenario scenario;
+  scenario.batch = 4;
+  scenario.calibration.concurrent_programs = 132;
+  kvsight::DecodeLayerGroup group;
+  group.kv_heads_per_rank = 8;
+  group.splits_context = true;
+  EXPECT_EQ(scenario.calibration.ctas_per_multiprocessor, 2u);
+  EXPECT_EQ(kvsight::split_count(scenario, group, 32768, false), 8u);
+  scenario.calibration.ctas_per_multiprocessor = 4;
+  EXPECT_EQ(kvsight::split_count(scenario, group, 32768, false), 16u);
+  EXPECT_EQ(kvsight::split_count(scenario, group, 32768, false), plan(132, 4, 4, 8, 32768).splits);
 }
 
 }  // namespace
