@@ -28,8 +28,8 @@
   }
 
 // Block size 16 (vLLM's default block size, vllm/config/cache.py, and the one its
-// ROCm custom kernel requires on RDNA, reference/gates.md) gets its own instance;
-// every other size 1..4096 (8, 32, 784 of hybrid models: reference/cliff.md) runs
+// ROCm custom kernel requires on RDNA, docs/reference/gates.md) gets its own instance;
+// every other size 1..4096 (8, 32, 784 of hybrid models: docs/reference/cliff.md) runs
 // the runtime instance (BLOCK_SIZE 0), which divides by a FastDivider
 // (kernels/fast_divider.hpp) once per tile row.
 #define KVS_DISPATCH_BLOCK_SIZE(value, NAME, ...)                              \
