@@ -27,23 +27,15 @@
                                   " not compiled; allowed: 64, 128, 256"); \
   }
 
-// 8, 16, 32 get their own instances (vLLM CUDA paged_attention's block sizes,
-// csrc/attention/paged_attention_v1.cu); any other size runs the runtime path
-// (BLOCK_SIZE 0), e.g. 784 of hybrid models (docs/reference/cliff.md).
+// Block size 16 (vLLM's default block size, vllm/config/cache.py, and the one its
+// ROCm custom kernel requires on RDNA, docs/reference/gates.md) gets its own instance;
+// every other size 1..4096 (8, 32, 784 of hybrid models: docs/reference/cliff.md) runs
+// the runtime instance (BLOCK_SIZE 0), which divides by a FastDivider
+// (kernels/fast_divider.hpp) once per tile row.
 #define KVS_DISPATCH_BLOCK_SIZE(value, NAME, ...)                              \
   switch (value) {                                                             \
-    case 8: {                                                                  \
-      constexpr int NAME = 8;                                                  \
-      __VA_ARGS__;                                                             \
-      break;                                                                   \
-    }                                                                          \
     case 16: {                                                                 \
       constexpr int NAME = 16;                                                 \
-      __VA_ARGS__;                                                             \
-      break;                                                                   \
-    }                                                                          \
-    case 32: {                                                                 \
-      constexpr int NAME = 32;                                                 \
       __VA_ARGS__;                                                             \
       break;                                                                   \
     }                                                                          \
@@ -54,6 +46,29 @@
       break;                                                                   \
     }                                                                          \
   }
+
+// GQA group (query heads per KV head, 1..kMaxGqa) -> the smallest compiled group
+// that holds it (1, 2, 4, 8, 16), so that accumulators and shared memory are sized
+// to the group, not to kMaxGqa (FlashInfer dispatches GROUP_SIZE the same way,
+// include/flashinfer/utils.cuh DISPATCH_GQA_GROUP_SIZE).
+#define KVS_DISPATCH_GROUP_CASE(LIMIT, NAME, ...) \
+  if ((value_group) <= LIMIT) {                   \
+    constexpr int NAME = LIMIT;                   \
+    __VA_ARGS__;                                  \
+    break;                                        \
+  }
+#define KVS_DISPATCH_GROUP(value, NAME, ...)                                   \
+  do {                                                                         \
+    const int value_group = (value);                                           \
+    if (value_group < 1 || value_group > 16)                                   \
+      throw std::invalid_argument("GQA group " + std::to_string(value_group) + \
+                                  " not compiled; allowed: 1..16");            \
+    KVS_DISPATCH_GROUP_CASE(1, NAME, __VA_ARGS__)                              \
+    KVS_DISPATCH_GROUP_CASE(2, NAME, __VA_ARGS__)                              \
+    KVS_DISPATCH_GROUP_CASE(4, NAME, __VA_ARGS__)                              \
+    KVS_DISPATCH_GROUP_CASE(8, NAME, __VA_ARGS__)                              \
+    KVS_DISPATCH_GROUP_CASE(16, NAME, __VA_ARGS__)                             \
+  } while (false)
 
 #define KVS_DISPATCH_DTYPE(value, TYPE, ...)                                  \
   switch (value) {                                                            \

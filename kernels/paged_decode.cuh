@@ -16,179 +16,305 @@
 // unnormalised avoids the divide/multiply round trip that vllm-xpu-kernels PR
 // #204 found lossy.
 //
+// Built for bandwidth (issue #15; FlashInfer include/flashinfer/attention/decode.cuh
+// for the ideas, docs/reference/kernels.md for the arithmetic):
+//  - the physical offsets of a tile's 32 rows are computed once per tile, by 32
+//    threads, one tile ahead, into shared memory: no K/V load waits on a
+//    block-table load;
+//  - all 16-byte copies of a tile (K and V: HEAD_DIM / 16 per thread, 8 at hd128,
+//    16 at hd256) are issued before any is consumed, and the copies of tile i + 1
+//    are in flight while tile i is consumed: cp.async into a second shared stage
+//    on CUDA, registers on HIP (KVS_KV_STAGES, portability.cuh);
+//  - the GQA group is a template parameter (1, 2, 4, 8, 16) so accumulators and
+//    shared memory are sized to the group;
+//  - block size 16 is compiled; any other runs with a FastDivider.
+//
 // Layout: K and V [num_blocks, block_size, num_kv_heads, head_dim], block tables
 // [num_seqs, max_blocks_per_seq]; q [num_seqs, q_heads, head_dim]; accumulation
 // and output in fp32.
 #include "dispatch.cuh"
+#include "fast_divider.hpp"
 #include "paged_decode_params.hpp"
 #include "portability.cuh"
 
 namespace kvsight::kernels {
 inline namespace KVS_RUNTIME_NAMESPACE {
 
-template <int HEAD_DIM>
+// Rows of a K/V stage are padded by 8 elements (16 bytes): every row stays
+// 16-byte aligned for cp.async and uint4 reads, and the row stride is
+// HEAD_DIM / 2 + 4 words, 4 more than a multiple of 32 at head_dim 64, 128 and
+// 256, so the 8 threads of a 16-byte shared-read phase that read the same column of
+// 8 consecutive rows hit 8 different 4-bank groups.
+constexpr int kRowPad = 8;
+
+template <int HEAD_DIM, int GROUP>
 struct DecodeShared {
-  float q[kMaxGqa * HEAD_DIM];
-  // K or V tile as raw 16-bit values; +2 elements per row makes the row stride
-  // an odd number of 32-bit words, so threads reading different tokens at the
-  // same column hit different banks.
-  unsigned short kv[kTileTokens][HEAD_DIM + 2];
-  float scores[kMaxGqa][kTileTokens];
-  float running_max[kMaxGqa];
-  float running_sum[kMaxGqa];
-  float rescale[kMaxGqa];
+  unsigned short k[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
+  unsigned short v[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
+  float q[GROUP * HEAD_DIM];
+  // Element offset of each row of a tile in the K/V cache, for two tiles: the one
+  // being copied and the next one (written one tile ahead).
+  long long row_offset[2][kTileTokens];
+  float scores[GROUP][kTileTokens];
+  float running_max[GROUP];
+  float running_sum[GROUP];
+  float rescale[GROUP];
 };
 
-// Stages tokens [tile_start, tile_start + count) of one KV head into shared
-// memory with 16-byte loads (8 elements each); several loads per thread in flight.
-template <int HEAD_DIM, int BLOCK_SIZE>
-__device__ __forceinline__ void load_tile(unsigned short (*tile)[HEAD_DIM + 2], const unsigned short* cache,
-                                          const int* block_table, int block_size_runtime, int num_kv_heads,
-                                          int kv_head, int tile_start, int count) {
-  const int block_size = BLOCK_SIZE > 0 ? BLOCK_SIZE : block_size_runtime;
-  constexpr int kChunksPerRow = HEAD_DIM / 8;
-  constexpr int kChunks = kTileTokens * kChunksPerRow;
-#pragma unroll 4
-  for (int chunk = threadIdx.x; chunk < kChunks; chunk += kThreadsPerProgram) {
-    const int row = chunk / kChunksPerRow;
-    const int column = (chunk % kChunksPerRow) * 8;
-    if (row < count) {
-      const int token = tile_start + row;
-      const long long block = block_table[token / block_size];
-      const long long offset =
-          ((block * block_size + token % block_size) * num_kv_heads + kv_head) * HEAD_DIM;
-      const uint4 value = *reinterpret_cast<const uint4*>(cache + offset + column);
-      unsigned int* destination = reinterpret_cast<unsigned int*>(&tile[row][column]);
-      destination[0] = value.x;
-      destination[1] = value.y;
-      destination[2] = value.z;
-      destination[3] = value.w;
-    }
-  }
+template <int HEAD_DIM, int GROUP>
+constexpr int accumulators_per_thread() {
+  return (GROUP * HEAD_DIM + kThreadsPerProgram - 1) / kThreadsPerProgram;
 }
 
-// Online softmax over tokens [begin, end) of one sequence and KV head. Leaves the
-// unnormalised accumulators in acc (element e = threadIdx.x + i * threads of the
-// [q_per_kv, HEAD_DIM] output) and the running max/sum in shared memory.
-template <typename T, int HEAD_DIM, int BLOCK_SIZE>
-__device__ __forceinline__ void attend_range(const PagedDecodeParams& p, DecodeShared<HEAD_DIM>& shared,
-                                             float (&acc)[kMaxGqa * HEAD_DIM / kThreadsPerProgram], int seq,
-                                             int kv_head, int begin, int end) {
-  constexpr int kAccPerThread = kMaxGqa * HEAD_DIM / kThreadsPerProgram;
-  constexpr int kWaves = kThreadsPerProgram / KVS_WAVE_SIZE;
-  const int group = p.q_per_kv;
-  const int q_heads = p.num_kv_heads * group;
-  const int lane = threadIdx.x % KVS_WAVE_SIZE;
-  const int wave = threadIdx.x / KVS_WAVE_SIZE;
-  const unsigned short* q =
-      static_cast<const unsigned short*>(p.q) +
-      (static_cast<long long>(seq) * q_heads + static_cast<long long>(kv_head) * group) * HEAD_DIM;
-  for (int e = threadIdx.x; e < group * HEAD_DIM; e += kThreadsPerProgram)
-    shared.q[e] = Element<T>::to_float(q[e]);
-  for (int g = threadIdx.x; g < group; g += kThreadsPerProgram) {
-    shared.running_max[g] = -INFINITY;
-    shared.running_sum[g] = 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
-  const int* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
-  const unsigned short* k_cache = static_cast<const unsigned short*>(p.k_cache);
-  const unsigned short* v_cache = static_cast<const unsigned short*>(p.v_cache);
-  __syncthreads();
+// The online softmax gives one lane of a wave to each token of a tile.
+static_assert(kTileTokens <= 32, "a tile must fit the smallest wave (32 lanes)");
+static_assert(kTileTokens <= kThreadsPerProgram, "one thread per tile row computes the row offsets");
 
-  for (int tile_start = begin; tile_start < end; tile_start += kTileTokens) {
-    const int count = min(kTileTokens, end - tile_start);
-    load_tile<HEAD_DIM, BLOCK_SIZE>(shared.kv, k_cache, block_table, p.block_size, p.num_kv_heads, kv_head,
-                                    tile_start, count);
-    __syncthreads();
-    // Scores: one (query head, token) pair per thread; lanes of a wave take
-    // consecutive tokens of the same head (q read is a broadcast).
-    for (int pair = threadIdx.x; pair < group * kTileTokens; pair += kThreadsPerProgram) {
-      const int g = pair / kTileTokens;
-      const int t = pair % kTileTokens;
-      float score = -INFINITY;
-      if (t < count) {
-        const unsigned int* k_row = reinterpret_cast<const unsigned int*>(shared.kv[t]);
-        const float* q_row = shared.q + g * HEAD_DIM;
-        float dot = 0.0f;
-#pragma unroll 8
-        for (int w = 0; w < HEAD_DIM / 2; ++w) {
-          const unsigned int two = k_row[w];
-          dot += q_row[2 * w] * Element<T>::to_float(static_cast<unsigned short>(two & 0xffffu));
-          dot += q_row[2 * w + 1] * Element<T>::to_float(static_cast<unsigned short>(two >> 16));
+template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+struct TileWalker {
+  static_assert(kTileTokens <= KVS_WAVE_SIZE, "a tile must fit the wave");
+  static constexpr int kChunksPerRow = HEAD_DIM / 8;  // 16-byte chunks of one K or V row
+  static constexpr int kCopiesPerThread = kTileTokens * kChunksPerRow / kThreadsPerProgram;  // per matrix
+  static_assert(kTileTokens * kChunksPerRow % kThreadsPerProgram == 0, "whole copies per thread");
+  static constexpr int kAcc = accumulators_per_thread<HEAD_DIM, GROUP>();
+
+  const PagedDecodeParams& p;
+  const FastDivider block_divider;
+  DecodeShared<HEAD_DIM, GROUP>& s;
+  const int* block_table;
+  const unsigned short* k_cache;
+  const unsigned short* v_cache;
+  int kv_head;
+  // HIP: the next tile, held in registers while the current one is consumed.
+  uint4 k_next[KVS_KV_STAGES == 1 ? kCopiesPerThread : 1];
+  uint4 v_next[KVS_KV_STAGES == 1 ? kCopiesPerThread : 1];
+
+  __device__ __forceinline__ long long offset_of(int token) const {
+    std::uint32_t block_index = 0, within = 0;
+    if constexpr (BLOCK_SIZE > 0) {
+      block_index = static_cast<std::uint32_t>(token) / BLOCK_SIZE;
+      within = static_cast<std::uint32_t>(token) % BLOCK_SIZE;
+    } else {
+      block_divider.divmod(static_cast<std::uint32_t>(token), block_index, within);
+    }
+    const long long block = block_table[block_index];
+    const long long block_size = BLOCK_SIZE > 0 ? BLOCK_SIZE : p.block_size;
+    return ((block * block_size + within) * p.num_kv_heads + kv_head) * HEAD_DIM;
+  }
+
+  // Threads 0..31: the row offsets of tokens [start, start + count) into slot.
+  __device__ __forceinline__ void compute_offsets(int slot, int start, int count) {
+    if (static_cast<int>(threadIdx.x) < count)
+      s.row_offset[slot][threadIdx.x] = offset_of(start + threadIdx.x);
+  }
+
+  // Issues every 16-byte copy of one tile (K and V) before any is used.
+  __device__ __forceinline__ void issue(int slot, int stage, int count) {
+#pragma unroll
+    for (int j = 0; j < kCopiesPerThread; ++j) {
+      const int chunk = threadIdx.x + j * kThreadsPerProgram;
+      const int row = chunk / kChunksPerRow;
+      const int column = (chunk % kChunksPerRow) * 8;
+      if (row < count) {
+        const long long offset = s.row_offset[slot][row] + column;
+        if constexpr (KVS_KV_STAGES > 1) {
+          copy16_async(&s.k[stage][row][column], k_cache + offset);
+          copy16_async(&s.v[stage][row][column], v_cache + offset);
+        } else {
+          k_next[j] = *reinterpret_cast<const uint4*>(k_cache + offset);
+          v_next[j] = *reinterpret_cast<const uint4*>(v_cache + offset);
         }
-        score = dot * p.scale;
-      }
-      shared.scores[g][t] = score;
-    }
-    __syncthreads();
-    // V tile goes into the same staging buffer while the waves update the softmax.
-    load_tile<HEAD_DIM, BLOCK_SIZE>(shared.kv, v_cache, block_table, p.block_size, p.num_kv_heads, kv_head,
-                                    tile_start, count);
-    for (int g = wave; g < group; g += kWaves) {
-      const float score = lane < kTileTokens ? shared.scores[g][lane] : -INFINITY;
-      const float old_max = shared.running_max[g];
-      const float new_max = fmaxf(old_max, wave_max(score));
-      const float weight = score == -INFINITY ? 0.0f : expf(score - new_max);
-      if (lane < kTileTokens) shared.scores[g][lane] = weight;
-      const float weight_sum = wave_sum(weight);
-      if (lane == 0) {
-        const float rescale = old_max == -INFINITY ? 0.0f : expf(old_max - new_max);
-        shared.rescale[g] = rescale;
-        shared.running_sum[g] = shared.running_sum[g] * rescale + weight_sum;
-        shared.running_max[g] = new_max;
       }
     }
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < kAccPerThread; ++i) {
-      const int e = threadIdx.x + i * kThreadsPerProgram;
-      if (e < group * HEAD_DIM) {
-        const int g = e / HEAD_DIM;
-        const int d = e % HEAD_DIM;
-        float value = acc[i] * shared.rescale[g];
-        for (int t = 0; t < count; ++t) value += shared.scores[g][t] * Element<T>::to_float(shared.kv[t][d]);
-        acc[i] = value;
-      }
-    }
-    __syncthreads();
   }
-}
 
-template <typename T, int HEAD_DIM, int BLOCK_SIZE>
-__global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_nosplit(PagedDecodeParams p) {
-  __shared__ DecodeShared<HEAD_DIM> shared;
-  float acc[kMaxGqa * HEAD_DIM / kThreadsPerProgram];
+  // HIP: the registers of the next tile into the (single) stage.
+  __device__ __forceinline__ void store_next(int count) {
+    if constexpr (KVS_KV_STAGES == 1) {
+#pragma unroll
+      for (int j = 0; j < kCopiesPerThread; ++j) {
+        const int chunk = threadIdx.x + j * kThreadsPerProgram;
+        const int row = chunk / kChunksPerRow;
+        const int column = (chunk % kChunksPerRow) * 8;
+        if (row < count) {
+          *reinterpret_cast<uint4*>(&s.k[0][row][column]) = k_next[j];
+          *reinterpret_cast<uint4*>(&s.v[0][row][column]) = v_next[j];
+        }
+      }
+    }
+  }
+
+  // Online softmax over tokens [begin, end). Leaves the unnormalised accumulators
+  // in acc (element e = threadIdx.x + i * threads of the [group, HEAD_DIM] output)
+  // and the running max/sum in shared memory (valid after the final barrier).
+  __device__ __forceinline__ void attend(float (&acc)[kAcc], int seq, int begin, int end) {
+    constexpr int kWaves = kThreadsPerProgram / KVS_WAVE_SIZE;
+    const int group = p.q_per_kv;
+    const int q_heads = p.num_kv_heads * group;
+    const int lane = threadIdx.x % KVS_WAVE_SIZE;
+    const int wave = threadIdx.x / KVS_WAVE_SIZE;
+    const unsigned short* q =
+        static_cast<const unsigned short*>(p.q) +
+        (static_cast<long long>(seq) * q_heads + static_cast<long long>(kv_head) * group) * HEAD_DIM;
+    for (int e = threadIdx.x; e < group * HEAD_DIM; e += kThreadsPerProgram)
+      s.q[e] = Element<T>::to_float(q[e]);
+    for (int g = threadIdx.x; g < group; g += kThreadsPerProgram) {
+      s.running_max[g] = -INFINITY;
+      s.running_sum[g] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+
+    const int tiles = end > begin ? (end - begin + kTileTokens - 1) / kTileTokens : 0;
+    if (tiles > 0) {
+      compute_offsets(0, begin, min(kTileTokens, end - begin));
+      __syncthreads();
+      issue(0, 0, min(kTileTokens, end - begin));
+      copy_commit();
+      store_next(min(kTileTokens, end - begin));
+    }
+    for (int tile = 0; tile < tiles; ++tile) {
+      const int stage = KVS_KV_STAGES > 1 ? tile & 1 : 0;
+      const int tile_start = begin + tile * kTileTokens;
+      const int count = min(kTileTokens, end - tile_start);
+      const int next_start = tile_start + kTileTokens;
+      const bool has_next = tile + 1 < tiles;
+      const int next_count = has_next ? min(kTileTokens, end - next_start) : 0;
+      if (has_next) compute_offsets((tile + 1) & 1, next_start, next_count);
+      // (A) the next tile's offsets are visible, and nobody still reads the stage
+      // the next tile goes into (it was consumed in the previous iteration).
+      __syncthreads();
+      if (has_next) issue((tile + 1) & 1, stage ^ (KVS_KV_STAGES > 1 ? 1 : 0), next_count);
+      copy_commit();   // one group per iteration, empty on the last
+      copy_wait<1>();  // all but the group just issued: this tile's copies landed
+      // (B) every thread's copies of this tile are visible.
+      __syncthreads();
+      // Scores: one (query head, token) pair per thread; the lanes of a wave take
+      // consecutive tokens of the same head (the q read is a broadcast).
+      for (int pair = threadIdx.x; pair < group * kTileTokens; pair += kThreadsPerProgram) {
+        const int g = pair / kTileTokens;
+        const int t = pair % kTileTokens;
+        float score = -INFINITY;
+        if (t < count) {
+          const uint4* k_row = reinterpret_cast<const uint4*>(s.k[stage][t]);
+          const float* q_row = s.q + g * HEAD_DIM;
+          float dot = 0.0f;
+#pragma unroll 4
+          for (int w = 0; w < HEAD_DIM / 8; ++w) {
+            const uint4 eight = k_row[w];
+            const unsigned int words[4] = {eight.x, eight.y, eight.z, eight.w};
+#pragma unroll
+            for (int h = 0; h < 4; ++h) {
+              dot += q_row[8 * w + 2 * h] *
+                     Element<T>::to_float(static_cast<unsigned short>(words[h] & 0xffffu));
+              dot += q_row[8 * w + 2 * h + 1] *
+                     Element<T>::to_float(static_cast<unsigned short>(words[h] >> 16));
+            }
+          }
+          score = dot * p.scale;
+        }
+        s.scores[g][t] = score;
+      }
+      __syncthreads();  // (C)
+      for (int g = wave; g < group; g += kWaves) {
+        const float score = lane < kTileTokens ? s.scores[g][lane] : -INFINITY;
+        const float old_max = s.running_max[g];
+        const float new_max = fmaxf(old_max, wave_max(score));
+        const float weight = score == -INFINITY ? 0.0f : expf(score - new_max);
+        if (lane < kTileTokens) s.scores[g][lane] = weight;
+        const float weight_sum = wave_sum(weight);
+        if (lane == 0) {
+          const float rescale = old_max == -INFINITY ? 0.0f : expf(old_max - new_max);
+          s.rescale[g] = rescale;
+          s.running_sum[g] = s.running_sum[g] * rescale + weight_sum;
+          s.running_max[g] = new_max;
+        }
+      }
+      __syncthreads();  // (D)
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) {
+        const int e = threadIdx.x + i * kThreadsPerProgram;
+        if (e < group * HEAD_DIM) {
+          const int g = e / HEAD_DIM;
+          const int d = e % HEAD_DIM;
+          float value = acc[i] * s.rescale[g];
+          for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<T>::to_float(s.v[stage][t][d]);
+          acc[i] = value;
+        }
+      }
+      if constexpr (KVS_KV_STAGES == 1) {
+        if (has_next) {
+          __syncthreads();  // (E) the single stage is consumed before the next tile lands in it
+          store_next(next_count);
+        }
+      }
+    }
+    __syncthreads();  // running max/sum of every head visible to every thread
+  }
+};
+
+template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+__global__ void __launch_bounds__(kThreadsPerProgram)
+    paged_decode_nosplit(PagedDecodeParams p, FastDivider block_divider) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& shared = *reinterpret_cast<DecodeShared<HEAD_DIM, GROUP>*>(shared_bytes);
+  using Walker = TileWalker<T, HEAD_DIM, GROUP, BLOCK_SIZE>;
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
-  attend_range<T, HEAD_DIM, BLOCK_SIZE>(p, shared, acc, seq, kv_head, 0, p.seq_lens[seq]);
+  Walker walker{p,
+                block_divider,
+                shared,
+                p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
+                static_cast<const unsigned short*>(p.k_cache),
+                static_cast<const unsigned short*>(p.v_cache),
+                kv_head,
+                {},
+                {}};
+  float acc[Walker::kAcc];
+  walker.attend(acc, seq, 0, p.seq_lens[seq]);
   const int group = p.q_per_kv;
   float* out = p.out + (static_cast<long long>(seq) * p.num_kv_heads * group +
                         static_cast<long long>(kv_head) * group) *
                            HEAD_DIM;
 #pragma unroll
-  for (int i = 0; i < kMaxGqa * HEAD_DIM / kThreadsPerProgram; ++i) {
+  for (int i = 0; i < Walker::kAcc; ++i) {
     const int e = threadIdx.x + i * kThreadsPerProgram;
-    if (e < group * HEAD_DIM) out[e] = acc[i] / shared.running_sum[e / HEAD_DIM];
+    if (e < group * HEAD_DIM) {
+      const float sum = shared.running_sum[e / HEAD_DIM];
+      out[e] = sum > 0.0f ? acc[i] / sum : 0.0f;  // seq_len 0: zeros, not 0 / 0
+    }
   }
 }
 
-template <typename T, int HEAD_DIM, int BLOCK_SIZE>
-__global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_splitkv(PagedDecodeParams p) {
-  __shared__ DecodeShared<HEAD_DIM> shared;
-  float acc[kMaxGqa * HEAD_DIM / kThreadsPerProgram];
+template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+__global__ void __launch_bounds__(kThreadsPerProgram)
+    paged_decode_splitkv(PagedDecodeParams p, FastDivider block_divider) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  auto& shared = *reinterpret_cast<DecodeShared<HEAD_DIM, GROUP>*>(shared_bytes);
+  using Walker = TileWalker<T, HEAD_DIM, GROUP, BLOCK_SIZE>;
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
   const int seq_len = p.seq_lens[seq];
   const int begin = min(seq_len, split * p.tokens_per_split);
   const int end = min(seq_len, begin + p.tokens_per_split);
-  attend_range<T, HEAD_DIM, BLOCK_SIZE>(p, shared, acc, seq, kv_head, begin, end);
+  Walker walker{p,
+                block_divider,
+                shared,
+                p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
+                static_cast<const unsigned short*>(p.k_cache),
+                static_cast<const unsigned short*>(p.v_cache),
+                kv_head,
+                {},
+                {}};
+  float acc[Walker::kAcc];
+  walker.attend(acc, seq, begin, end);
   const int group = p.q_per_kv;
-  const long long first_head =
-      static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group;
+  // In 32 bits first (sequences x heads <= 4096 x 1024 x 16 = 2^26): a 64-bit
+  // product here kept its sign word alive across the loop (a 4-byte spill at hd256).
+  const long long first_head = static_cast<long long>((seq * p.num_kv_heads + kv_head) * group);
 #pragma unroll
-  for (int i = 0; i < kMaxGqa * HEAD_DIM / kThreadsPerProgram; ++i) {
+  for (int i = 0; i < Walker::kAcc; ++i) {
     const int e = threadIdx.x + i * kThreadsPerProgram;
     if (e < group * HEAD_DIM) {
       const long long head = first_head + e / HEAD_DIM;
@@ -201,45 +327,195 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_splitkv(Paged
   }
 }
 
+// Block-wide max / sum over kThreadsPerProgram threads: waves first, then one
+// value per wave through shared memory. Every thread gets the result.
+template <bool MAX>
+__device__ __forceinline__ float block_reduce(float value, float* scratch) {
+  constexpr int kWaves = kThreadsPerProgram / KVS_WAVE_SIZE;
+  value = MAX ? wave_max(value) : wave_sum(value);
+  const int lane = threadIdx.x % KVS_WAVE_SIZE;
+  const int wave = threadIdx.x / KVS_WAVE_SIZE;
+  if (lane == 0) scratch[wave] = value;
+  __syncthreads();
+  float total = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kWaves; ++w) total = MAX ? fmaxf(total, scratch[w]) : total + scratch[w];
+  __syncthreads();  // scratch may be reused at once
+  return total;
+}
+
 // Merges the splits of one (query head, sequence): out = sum_s o_s e^(m_s - M) /
-// sum_s l_s e^(m_s - M), M = max_s m_s. Empty splits carry m = -inf, l = 0.
+// sum_s l_s e^(m_s - M), M = max_s m_s; empty splits carry m = -inf, l = 0 and
+// weigh 0. Parallel over splits as well as over head_dim (FlashInfer merges
+// states the same way, attention/state.cuh): the weights are computed once into
+// shared memory; then HEAD_DIM / 4 lanes each own 4 columns (16-byte loads) and
+// the kThreadsPerProgram / (HEAD_DIM / 4) lane groups take every
+// (threads / (HEAD_DIM / 4))-th split, so many independent loads are in flight;
+// the groups' sums meet in shared memory.
+template <int HEAD_DIM>
 __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_reduce(PagedDecodeParams p) {
+  constexpr int kLanesPerRow = HEAD_DIM / 4;
+  constexpr int kSplitLanes = kThreadsPerProgram / kLanesPerRow;
+  static_assert(kThreadsPerProgram % kLanesPerRow == 0, "whole rows per program");
+  __shared__ float weights[kMaxSplits];
+  __shared__ float scratch[kThreadsPerProgram / 32];
+  __shared__ __align__(16) float sums[kSplitLanes][HEAD_DIM];
   const long long head = static_cast<long long>(blockIdx.y) * p.num_kv_heads * p.q_per_kv + blockIdx.x;
-  const float* maxima = p.partial_max + head * p.num_splits;
-  const float* sums = p.partial_sum + head * p.num_splits;
-  float global_max = -INFINITY;
-  for (int s = 0; s < p.num_splits; ++s) global_max = fmaxf(global_max, maxima[s]);
-  float total = 0.0f;
-  for (int s = 0; s < p.num_splits; ++s)
-    total += sums[s] > 0.0f ? sums[s] * expf(maxima[s] - global_max) : 0.0f;
-  for (int d = threadIdx.x; d < p.head_dim; d += kThreadsPerProgram) {
-    float value = 0.0f;
-    for (int s = 0; s < p.num_splits; ++s) {
-      if (sums[s] > 0.0f)
-        value += p.partial_out[(head * p.num_splits + s) * p.head_dim + d] * expf(maxima[s] - global_max);
+  const int splits = p.num_splits;
+  const float* maxima = p.partial_max + head * splits;
+  const float* lengths = p.partial_sum + head * splits;
+  float local_max = -INFINITY;
+  for (int s = threadIdx.x; s < splits; s += kThreadsPerProgram) local_max = fmaxf(local_max, maxima[s]);
+  const float global_max = block_reduce<true>(local_max, scratch);
+  float local_total = 0.0f;
+  for (int s = threadIdx.x; s < splits; s += kThreadsPerProgram) {
+    const float length = lengths[s];
+    const float weight = length > 0.0f ? expf(maxima[s] - global_max) : 0.0f;
+    weights[s] = weight;
+    local_total += weight * length;
+  }
+  const float total = block_reduce<false>(local_total, scratch);  // its barrier publishes weights[]
+  const int column = (threadIdx.x % kLanesPerRow) * 4;
+  const int split_lane = threadIdx.x / kLanesPerRow;
+  const float4* rows = reinterpret_cast<const float4*>(p.partial_out + head * splits * HEAD_DIM + column);
+  float4 value = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+  for (int s = split_lane; s < splits; s += kSplitLanes) {
+    const float weight = weights[s];
+    const float4 part = rows[static_cast<long long>(s) * (HEAD_DIM / 4)];
+    if (weight > 0.0f) {  // an empty split's partial is never read into the sum
+      value.x += weight * part.x;
+      value.y += weight * part.y;
+      value.z += weight * part.z;
+      value.w += weight * part.w;
     }
-    p.out[head * p.head_dim + d] = value / total;
+  }
+  *reinterpret_cast<float4*>(&sums[split_lane][column]) = value;
+  __syncthreads();
+  for (int d = threadIdx.x; d < HEAD_DIM; d += kThreadsPerProgram) {
+    float merged = 0.0f;
+#pragma unroll
+    for (int lane_group = 0; lane_group < kSplitLanes; ++lane_group) merged += sums[lane_group][d];
+    p.out[head * HEAD_DIM + d] = total > 0.0f ? merged / total : 0.0f;  // every split empty: zeros
   }
 }
 
-// Host launchers: runtime shape -> template instance. Throw std::invalid_argument
-// listing the compiled set for a value outside it.
-inline void launch_paged_decode_nosplit(const PagedDecodeParams& p) {
-  const dim3 grid(p.num_kv_heads, p.num_seqs, 1);
-  KVS_DISPATCH_DTYPE(p.dtype, T,
-                     KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
-                                             paged_decode_nosplit<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
-                                           })));
+// ---- Host side.
+
+// Throws std::invalid_argument (the backends turn it into an InputError naming
+// "kernel") for parameters a kernel would read out of bounds with or silently
+// get wrong.
+inline void check_launch(const PagedDecodeParams& p, bool split) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument(what); };
+  if (p.num_seqs < 1 || p.num_seqs > 65535)
+    fail("num_seqs " + std::to_string(p.num_seqs) + "; allowed: 1..65535");
+  if (p.num_kv_heads < 1) fail("num_kv_heads " + std::to_string(p.num_kv_heads) + "; allowed: >= 1");
+  if (p.q_per_kv < 1 || p.q_per_kv > kMaxGqa)
+    fail("GQA group (q_per_kv) " + std::to_string(p.q_per_kv) + "; allowed: 1.." + std::to_string(kMaxGqa));
+  if (p.block_size < 1) fail("block_size " + std::to_string(p.block_size) + "; allowed: >= 1");
+  if (p.max_blocks_per_seq < 1) fail("max_blocks_per_seq must be >= 1");
+  if (!split) return;
+  if (p.num_splits < 1 || p.num_splits > kMaxSplits)
+    fail("num_splits " + std::to_string(p.num_splits) + "; allowed: 1.." + std::to_string(kMaxSplits));
+  if (p.tokens_per_split < 1)
+    fail("tokens_per_split " + std::to_string(p.tokens_per_split) + "; allowed: >= 1");
+  // The splits must cover the longest context the block tables can hold: more
+  // than (max_blocks_per_seq - 1) x block_size tokens, or a tail would be dropped.
+  const long long covered = static_cast<long long>(p.num_splits) * p.tokens_per_split;
+  const long long longest_floor = static_cast<long long>(p.max_blocks_per_seq - 1) * p.block_size;
+  if (covered <= longest_floor || covered > (1ll << 31) - 1)
+    fail("num_splits x tokens_per_split = " + std::to_string(covered) +
+         " does not cover a context of more than " + std::to_string(longest_floor) +
+         " tokens (or passes 2^31 - 1)");
 }
 
-inline void launch_paged_decode_splitkv(const PagedDecodeParams& p) {
-  const dim3 grid(p.num_kv_heads, p.num_seqs, p.num_splits);
-  KVS_DISPATCH_DTYPE(p.dtype, T,
-                     KVS_DISPATCH_HEAD_DIM(p.head_dim, HD, KVS_DISPATCH_BLOCK_SIZE(p.block_size, BS, {
-                                             paged_decode_splitkv<T, HD, BS><<<grid, kThreadsPerProgram>>>(p);
-                                           })));
-  const dim3 reduce_grid(p.num_kv_heads * p.q_per_kv, p.num_seqs, 1);
-  paged_decode_reduce<<<reduce_grid, kThreadsPerProgram>>>(p);
+template <int HEAD_DIM, int GROUP>
+constexpr std::size_t decode_shared_bytes() {
+  return sizeof(DecodeShared<HEAD_DIM, GROUP>);
+}
+
+// Raises a kernel's dynamic shared-memory limit once (CUDA needs it above 48 KiB).
+template <typename Kernel>
+inline void allow_shared(Kernel kernel, std::size_t bytes) {
+  const cudaError_t error =
+      cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes));
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw std::runtime_error(std::string("setting the shared-memory limit of a paged-decode kernel to ") +
+                             std::to_string(bytes) + " bytes failed: " + cudaGetErrorString(error));
+  }
+}
+
+template <typename T, int HD, int GROUP, int BS, bool SPLIT>
+struct DecodeInstance {
+  static auto kernel() {
+    if constexpr (SPLIT) {
+      return &paged_decode_splitkv<T, HD, GROUP, BS>;
+    } else {
+      return &paged_decode_nosplit<T, HD, GROUP, BS>;
+    }
+  }
+  static void prepare() {
+    static const bool done = (allow_shared(kernel(), decode_shared_bytes<HD, GROUP>()), true);
+    (void)done;
+  }
+  static void launch(const PagedDecodeParams& p, cudaStream_t stream) {
+    prepare();
+    const dim3 grid(static_cast<unsigned>(p.num_kv_heads), static_cast<unsigned>(p.num_seqs),
+                    SPLIT ? static_cast<unsigned>(p.num_splits) : 1u);
+    const FastDivider divider(static_cast<std::uint32_t>(p.block_size));
+    if constexpr (SPLIT) {
+      paged_decode_splitkv<T, HD, GROUP, BS>
+          <<<grid, kThreadsPerProgram, decode_shared_bytes<HD, GROUP>(), stream>>>(p, divider);
+    } else {
+      paged_decode_nosplit<T, HD, GROUP, BS>
+          <<<grid, kThreadsPerProgram, decode_shared_bytes<HD, GROUP>(), stream>>>(p, divider);
+    }
+  }
+  static int ctas_per_multiprocessor() {
+    prepare();
+    int ctas = 0;
+    const cudaError_t error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &ctas, kernel(), kThreadsPerProgram, decode_shared_bytes<HD, GROUP>());
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw std::runtime_error(std::string("occupancy query failed: ") + cudaGetErrorString(error));
+    }
+    return ctas;
+  }
+};
+
+#define KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, ...)               \
+  KVS_DISPATCH_DTYPE(                                               \
+      (p).dtype, T,                                                 \
+      KVS_DISPATCH_HEAD_DIM((p).head_dim, HD,                       \
+                            KVS_DISPATCH_GROUP((p).q_per_kv, GROUP, \
+                                               KVS_DISPATCH_BLOCK_SIZE((p).block_size, BS, __VA_ARGS__))))
+
+// Host launchers: runtime shape -> template instance. Throw std::invalid_argument
+// listing the compiled set for a value outside it.
+inline void launch_paged_decode_nosplit(const PagedDecodeParams& p, cudaStream_t stream = 0) {
+  check_launch(p, false);
+  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, { DecodeInstance<T, HD, GROUP, BS, false>::launch(p, stream); });
+}
+
+inline void launch_paged_decode_splitkv(const PagedDecodeParams& p, cudaStream_t stream = 0) {
+  check_launch(p, true);
+  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, { DecodeInstance<T, HD, GROUP, BS, true>::launch(p, stream); });
+  const dim3 reduce_grid(static_cast<unsigned>(p.num_kv_heads * p.q_per_kv),
+                         static_cast<unsigned>(p.num_seqs), 1);
+  KVS_DISPATCH_HEAD_DIM(p.head_dim, HD,
+                        { paged_decode_reduce<HD><<<reduce_grid, kThreadsPerProgram, 0, stream>>>(p); });
+}
+
+// Programs (CTAs) of the split kernel for this shape that one SM/CU holds at once:
+// the input of the split planner (planner/include/kvsight/split_plan.hpp).
+inline int paged_decode_splitkv_ctas_per_multiprocessor(const PagedDecodeParams& p) {
+  int ctas = 0;
+  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS,
+                      { ctas = DecodeInstance<T, HD, GROUP, BS, true>::ctas_per_multiprocessor(); });
+  return ctas;
 }
 
 }  // namespace KVS_RUNTIME_NAMESPACE

@@ -17,6 +17,10 @@ constexpr int kThreadsPerProgram = 128;
 // Largest GQA group one program serves (vLLM ROCm custom kernel admits GQA 1..16,
 // vllm/platforms/rocm.py use_rocm_custom_paged_attention).
 constexpr int kMaxGqa = 16;
+// Most splits one call may use: the probe's --splits limit (probes.cpp
+// validate_options); the reduce keeps one weight per split in shared memory
+// (4096 x 4 B = 16 KiB, docs/reference/kernels.md).
+constexpr int kMaxSplits = 4096;
 
 enum class ElementType : int { fp16 = 0, bf16 = 1 };
 

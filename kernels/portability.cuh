@@ -41,6 +41,14 @@
 #define cudaDevAttrGlobalMemoryBusWidth hipDeviceAttributeMemoryBusWidth
 #define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
 #define cudaDeviceAttr hipDeviceAttribute_t
+#define cudaStream_t hipStream_t
+#define cudaStreamCreate hipStreamCreate
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaFuncSetAttribute hipFuncSetAttribute
+#define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 // HIP 5.2 (Debian) has hip_bfloat16 (hip/hip_bfloat16.h); __hip_bfloat16 arrived
 // in later ROCm releases.
 using kvs_bf16 = hip_bfloat16;
@@ -70,6 +78,26 @@ using kvs_half = __half;
 #define KVS_WAVE_SIZE 64
 #else
 #define KVS_WAVE_SIZE 32
+#endif
+
+// cp.async (LDGSTS: a 16-byte global -> shared copy that does not hold a
+// register while in flight) exists from sm_80 (PTX ISA 7.0, "cp.async"); HIP and
+// older NVIDIA parts take a plain load and store. The host pass sees neither.
+#if !KVS_HIP && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define KVS_HAS_CP_ASYNC 1
+#else
+#define KVS_HAS_CP_ASYNC 0
+#endif
+// Shared-memory stages of the K/V tile pipeline. CUDA: two, filled by cp.async
+// while the other is consumed (the same count on every arch so that the host and
+// the device agree on the shared-memory size; below sm_80 the copies are plain and
+// the pipeline still runs). HIP: one stage, the next tile held in registers while
+// the current one is consumed (an LDS stage of hd256 x GQA 16 would pass the 64 KiB
+// a workgroup may have, docs/reference/kernels.md).
+#if KVS_HIP
+#define KVS_KV_STAGES 1
+#else
+#define KVS_KV_STAGES 2
 #endif
 
 #if KVS_HIP
@@ -107,6 +135,30 @@ __device__ __forceinline__ float wave_sum(float value) {
 #pragma unroll
   for (int mask = KVS_WAVE_SIZE / 2; mask > 0; mask /= 2) value += KVS_SHFL_XOR(value, mask);
   return value;
+}
+
+// 16 bytes global -> shared. With cp.async the copy is issued and the thread goes
+// on (cache-global: L2 only, the data is read once); without it, a load and a store.
+__device__ __forceinline__ void copy16_async(void* shared_destination, const void* global_source) {
+#if KVS_HAS_CP_ASYNC
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global_source));
+#else
+  *static_cast<uint4*>(shared_destination) = *static_cast<const uint4*>(global_source);
+#endif
+}
+// Closes the group of copies issued since the last commit.
+__device__ __forceinline__ void copy_commit() {
+#if KVS_HAS_CP_ASYNC
+  asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+// Waits until at most PENDING committed groups of this thread are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void copy_wait() {
+#if KVS_HAS_CP_ASYNC
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+#endif
 }
 
 }  // namespace KVS_RUNTIME_NAMESPACE

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "../kernels/fast_divider.hpp"
 #include "../probes/src/backend.hpp"
 #include "../probes/src/cpu_kernel.hpp"
 #include "kvsight/error.hpp"
@@ -115,6 +116,9 @@ TEST_F(HandCase, NoSplit) { run(1, 0); }
 TEST_F(HandCase, SplitOneTokenEach) { run(3, 1); }
 TEST_F(HandCase, SplitWithEmptyTail) { run(4, 1); }  // split 3 covers no token: m = -inf, l = 0
 TEST_F(HandCase, SplitUneven) { run(2, 2); }
+// Uneven and empty at once: [0, 2), [2, 3) and [4, 6) holds no token, so the
+// reduce merges a short split and skips an empty one in the same call.
+TEST_F(HandCase, SplitUnevenWithEmpty) { run(3, 2); }
 
 struct Variant {
   std::uint32_t head_dim, block_size;
@@ -159,7 +163,8 @@ TEST_P(EveryVariant, BothAlgorithmsMatchFloat64) {
       options.splits = std::string(kernel) == "splitkv" ? 3 : 0;  // the cpu's 2 threads alone would pick 1
       const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
       EXPECT_TRUE(r.point.correct) << cpu_kernel << " " << kernel << " max error " << r.point.max_error;
-      EXPECT_LE(r.point.max_error, kp::error_bound(v.dtype));
+      EXPECT_LE(r.point.max_error, kp::error_bound(v.dtype, shape.context));
+      EXPECT_DOUBLE_EQ(r.point.error_bound, kp::error_bound(v.dtype, shape.context));
       EXPECT_EQ(r.point.splits, std::string(kernel) == "splitkv" ? 3u : 1u);
       EXPECT_EQ(r.point.bytes, kp::attention_bytes(shape));
     }
@@ -180,12 +185,26 @@ TEST(ProbeKernels, AutomaticSplitsAndSweep) {
   options.warmup = 1;
   options.threads = 2;
   options.max_mem_bytes = 16u << 20;
-  // 2 threads -> target 4 programs; 1 sequence x 1 KV head: ceil(4 / 1) = 4 splits at 2048 (2048 / 256 = 8
-  // allows it); at 1000 tokens (< 1344) no split.
+  // The planner (kvsight::plan_splits) with the cpu's occupancy 1: 2 threads x 1 = 2 slots for 1 sequence x
+  // 1 KV head -> floor(2 / 1) = 2 splits. At 1000 tokens: ceil(1000 / 2) = 500 -> tile multiple 512 ->
+  // ceil(1000 / 512) = 2 splits; at 2048: 1024 each, 2 splits.
   const auto results = kp::run_sweeps("cpu", {"nosplit", "splitkv"}, shape, {1000, 2048}, options);
   ASSERT_EQ(results.size(), 2u);
-  EXPECT_EQ(results[1].points[0].splits, 1u);
-  EXPECT_EQ(results[1].points[1].splits, 4u);
+  EXPECT_EQ(results[1].points[0].splits, 2u);
+  EXPECT_EQ(results[1].points[1].splits, 2u);
+  EXPECT_EQ(results[1].ctas_per_multiprocessor, 1u);
+  EXPECT_EQ(results[1].points[1].ctas_per_multiprocessor, 1u);
+  EXPECT_EQ(results[0].points[1].ctas_per_multiprocessor, 0u);  // nosplit has no split plan
+  // The stream probe of the same run, and every point's ratio to it.
+  ASSERT_GT(results[0].stream_read_gbps, 0.0);
+  EXPECT_DOUBLE_EQ(results[0].stream_read_gbps, results[1].stream_read_gbps);
+  for (const auto& r : results) {
+    for (const auto& point : r.points) {
+      EXPECT_DOUBLE_EQ(point.stream_read_gbps, r.stream_read_gbps);
+      EXPECT_DOUBLE_EQ(point.ratio_to_stream, point.gbps / r.stream_read_gbps);
+      EXPECT_EQ(point.launches_per_sample, 1);  // cpu: one launch per sample
+    }
+  }
   for (const auto& r : results) {
     ASSERT_EQ(r.points.size(), 2u);
     for (const auto& point : r.points) EXPECT_TRUE(point.correct) << r.kernel << " " << point.context;
@@ -246,6 +265,136 @@ TEST(ProbeKernels, MemoryBudgetIsEnforced) {
   } catch (const kvsight::InputError& e) {
     EXPECT_EQ(e.field(), "--max-mem");
   }
+}
+
+// The division the kernels use for block sizes without an instance
+// (kernels/fast_divider.hpp), checked against '/' and '%' for every divisor the
+// probe allows (1..4096) at token counts around every multiple and at the ends of
+// the 32-bit range.
+TEST(ProbeKernels, FastDividerMatchesDivision) {
+  using kvsight::kernels::FastDivider;
+  for (std::uint32_t d = 1; d <= 4096; ++d) {
+    const FastDivider divider(d);
+    const std::uint32_t samples[] = {0u,    1u,       d - 1,          d,           d + 1,       2 * d - 1,
+                                     2 * d, 1u << 24, (1u << 24) - 1, 0x7fffffffu, 0xfffffffeu, 0xffffffffu};
+    for (const std::uint32_t n : samples) {
+      std::uint32_t quotient = 0, remainder = 0;
+      divider.divmod(n, quotient, remainder);
+      ASSERT_EQ(quotient, n / d) << n << " / " << d;
+      ASSERT_EQ(remainder, n % d) << n << " % " << d;
+    }
+    for (std::uint32_t n = 0; n < 3 * d + 7; n += 1 + d / 7)
+      ASSERT_EQ(divider.divide(n), n / d) << n << " / " << d;
+  }
+  // 784 (the hybrid models' block): shift = ceil(log2 784) = 10; multiplier = floor(2^32 x (1024 - 784) /
+  // 784)
+  // + 1 = floor(1030792151040 / 784) + 1 = 1314785906 + 1.
+  const FastDivider block_784(784);
+  EXPECT_EQ(block_784.shift, 10u);
+  EXPECT_EQ(block_784.multiplier, 1314785907u);
+}
+
+// A kernel that drops or repeats one 32-token tile must fail the check: the cpu
+// backend's output on table T is within error_bound of the float64 reference of T,
+// and farther than the bound from the reference of T with one tile read twice or
+// one tile left out. Shape: hd 64, GQA 1, block 16, 4096 tokens (256 blocks), one
+// sequence.
+TEST(ProbeKernels, CheckBoundCatchesRepeatedOrDroppedTile) {
+  constexpr int kHeadDim = 64, kBlock = 16, kContext = 4096, kBlocks = kContext / kBlock;
+  std::uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>(static_cast<double>(state >> 40) / 8388608.0 - 1.0);  // [-1, 1)
+  };
+  auto bf16 = [](float value) {  // round to nearest even, as the probe stores inputs
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, 4);
+    return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  };
+  auto to_double = [](std::uint16_t bits) {
+    const std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
+    float value = 0;
+    std::memcpy(&value, &wide, 4);
+    return static_cast<double>(value);
+  };
+  std::vector<std::uint16_t> k(kBlocks * kBlock * kHeadDim), v(k.size()), q(kHeadDim);
+  for (auto& x : k) x = bf16(next());
+  for (auto& x : v) x = bf16(next());
+  for (auto& x : q) x = bf16(next());
+  std::vector<std::int32_t> table(kBlocks);
+  for (int b = 0; b < kBlocks; ++b) table[b] = (b * 97) % kBlocks;  // 97 is prime to 256: a permutation
+  // float64 attention over the tokens a table lists (token t: block table[t / 16], row t % 16).
+  auto reference = [&](const std::vector<std::int32_t>& blocks, int tokens) {
+    std::vector<double> scores(tokens);
+    double max_score = -1e300;
+    for (int t = 0; t < tokens; ++t) {
+      const std::size_t row = (static_cast<std::size_t>(blocks[t / kBlock]) * kBlock + t % kBlock) * kHeadDim;
+      double dot = 0;
+      for (int d = 0; d < kHeadDim; ++d) dot += to_double(q[d]) * to_double(k[row + d]);
+      scores[t] = dot / 8.0;  // 1 / sqrt(64)
+      max_score = std::max(max_score, scores[t]);
+    }
+    std::vector<double> out(kHeadDim, 0.0);
+    double total = 0;
+    for (int t = 0; t < tokens; ++t) {
+      const std::size_t row = (static_cast<std::size_t>(blocks[t / kBlock]) * kBlock + t % kBlock) * kHeadDim;
+      const double weight = std::exp(scores[t] - max_score);
+      total += weight;
+      for (int d = 0; d < kHeadDim; ++d) out[d] += weight * to_double(v[row + d]);
+    }
+    for (auto& x : out) x /= total;
+    return out;
+  };
+  auto backend = kvsight::probes::detail::cpu_open(2, "portable");
+  auto upload = [&](const void* data, std::uint64_t bytes) {
+    auto buffer = backend->allocate(bytes);
+    backend->upload(*buffer, data, bytes);
+    return buffer;
+  };
+  auto k_buffer = upload(k.data(), k.size() * 2);
+  auto v_buffer = upload(v.data(), v.size() * 2);
+  auto q_buffer = upload(q.data(), q.size() * 2);
+  auto table_buffer = upload(table.data(), table.size() * 4);
+  const std::int32_t length = kContext;
+  auto length_buffer = upload(&length, 4);
+  auto out_buffer = backend->allocate(kHeadDim * 4);
+  PagedDecodeParams p;
+  p.q = q_buffer->data();
+  p.k_cache = k_buffer->data();
+  p.v_cache = v_buffer->data();
+  p.block_tables = static_cast<const std::int32_t*>(table_buffer->data());
+  p.seq_lens = static_cast<const std::int32_t*>(length_buffer->data());
+  p.out = static_cast<float*>(out_buffer->data());
+  p.num_seqs = 1;
+  p.num_kv_heads = 1;
+  p.q_per_kv = 1;
+  p.head_dim = kHeadDim;
+  p.block_size = kBlock;
+  p.max_blocks_per_seq = kBlocks;
+  p.scale = 0.125f;
+  p.dtype = kvsight::kernels::ElementType::bf16;
+  backend->time_attention(false, p);
+  std::vector<float> out(kHeadDim);
+  backend->download(out.data(), *out_buffer, kHeadDim * 4);
+  auto relative_error = [&](const std::vector<double>& expected) {
+    double max_reference = 0, max_difference = 0;
+    for (int d = 0; d < kHeadDim; ++d) {
+      max_reference = std::max(max_reference, std::abs(expected[d]));
+      max_difference = std::max(max_difference, std::abs(out[d] - expected[d]));
+    }
+    return max_difference / max_reference;
+  };
+  const double bound = kp::error_bound("bf16", kContext);
+  EXPECT_LE(relative_error(reference(table, kContext)), bound);
+  // Tile 10 (tokens 320..351 = blocks 20, 21) read twice: blocks 20, 21 stand in for 22, 23 (tile 11).
+  std::vector<std::int32_t> repeated = table;
+  repeated[22] = table[20];
+  repeated[23] = table[21];
+  EXPECT_GT(relative_error(reference(repeated, kContext)), bound);
+  // Tile 10 left out: the reference over the other 4064 tokens.
+  std::vector<std::int32_t> dropped = table;
+  dropped.erase(dropped.begin() + 20, dropped.begin() + 22);
+  EXPECT_GT(relative_error(reference(dropped, kContext - 32)), bound);
 }
 
 }  // namespace

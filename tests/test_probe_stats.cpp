@@ -1,7 +1,8 @@
-// Statistics, split rule, byte counts and shape validation of the probes, with
+// Statistics, check bound, byte counts and shape validation of the probes, with
 // numbers derived by hand in each test.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "kvsight/error.hpp"
@@ -31,20 +32,13 @@ TEST(ProbeStats, LeastSquaresSlope) {
   EXPECT_DOUBLE_EQ(kp::least_squares_slope({5}, {1}), 0.0);
 }
 
-TEST(ProbeStats, ChooseSplits) {
-  // Below 1344 tokens: never split.
-  EXPECT_EQ(kp::choose_splits(42, 1, 2, 1343), 1u);
-  // 42 CUs, batch 1, 2 KV heads: target 84 programs / 2 = 42 splits, limited by 256-token splits: 4096 / 256
-  // = 16.
-  EXPECT_EQ(kp::choose_splits(42, 1, 2, 4096), 16u);
-  // Same at 32K: 32768 / 256 = 128, so ceil(84 / 2) = 42 wins.
-  EXPECT_EQ(kp::choose_splits(42, 1, 2, 32768), 42u);
-  // 132 SMs, batch 8 x 8 KV heads = 64 programs < 264: ceil(264 / 64) = 5.
-  EXPECT_EQ(kp::choose_splits(132, 8, 8, 32768), 5u);
-  // The device is already full (2 threads x 2 = 4 <= 4 x 8 = 32 programs): one split.
-  EXPECT_EQ(kp::choose_splits(2, 4, 8, 32768), 1u);
-  // At most 64 splits: 1000 SMs, one program -> 2000, capped.
-  EXPECT_EQ(kp::choose_splits(1000, 1, 1, 1 << 20), 64u);
+TEST(ProbeStats, ErrorBoundFollowsContext) {
+  // 16 x 2^-24 x sqrt(context + 128): context 32768 -> sqrt(32896) = 181.37 -> 16 x 181.37 / 16777216 =
+  // 1.7297e-4; context 896 -> sqrt(1024) = 32 -> 16 x 32 x 2^-24 = 2^-15 exactly.
+  EXPECT_NEAR(kp::error_bound("bf16", 32768), 1.7297e-4, 1e-8);
+  EXPECT_DOUBLE_EQ(kp::error_bound("fp16", 896), 0x1p-15);
+  // A dropped 32-token tile at 32K moves the output by about 1.4 / sqrt(32768) = 7.7e-3: 40x the bound.
+  EXPECT_LT(kp::error_bound("bf16", 32768) * 40, 1.4 / std::sqrt(32768.0));
 }
 
 TEST(ProbeStats, AttentionBytesCountedExactly) {

@@ -30,6 +30,22 @@ class Backend {
   virtual void download(void* destination, const DeviceBuffer& source, std::uint64_t bytes) = 0;
   // One launch, timed: device events on GPUs, steady_clock on cpu. Microseconds.
   virtual double time_attention(bool split, const kernels::PagedDecodeParams& params) = 0;
+  // The launches one after another inside one timed interval (microseconds for
+  // all of them): GPUs put them back to back between two events, so the host's
+  // launch latency is out of the figure. Default: timed one at a time.
+  virtual double time_attention_batch(bool split, const std::vector<kernels::PagedDecodeParams>& launches) {
+    double total = 0;
+    for (const kernels::PagedDecodeParams& params : launches) total += time_attention(split, params);
+    return total;
+  }
+  // Programs of the split kernel for this shape that one SM/CU runs at once (the
+  // split planner's occupancy input). Default 1: a cpu thread runs one task.
+  virtual std::uint32_t attention_occupancy(const kernels::PagedDecodeParams& params) {
+    (void)params;
+    return 1;
+  }
+  // Evicts the last-level cache before a kernel's first timed launch. Default: nothing.
+  virtual void flush_cache() {}
   // Number of partial sums stream_read writes (the host adds them).
   virtual std::uint32_t stream_read_parts() const = 0;
   virtual double time_stream_read(const DeviceBuffer& source, std::uint64_t bytes, DeviceBuffer& parts) = 0;

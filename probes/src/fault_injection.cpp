@@ -126,6 +126,15 @@ class GuardedBackend final : public Backend {
     launched(split ? "paged decode (splitkv)" : "paged decode (nosplit)");
     return us;
   }
+  double time_attention_batch(bool split, const std::vector<kernels::PagedDecodeParams>& launches) override {
+    const double us = inner_->time_attention_batch(split, launches);
+    launched(split ? "paged decode (splitkv)" : "paged decode (nosplit)");
+    return us;
+  }
+  std::uint32_t attention_occupancy(const kernels::PagedDecodeParams& params) override {
+    return inner_->attention_occupancy(params);
+  }
+  void flush_cache() override { inner_->flush_cache(); }
   std::uint32_t stream_read_parts() const override { return inner_->stream_read_parts(); }
   double time_stream_read(const DeviceBuffer& source, std::uint64_t bytes, DeviceBuffer& parts) override {
     const double us = inner_->time_stream_read(source, bytes, parts);

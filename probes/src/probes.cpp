@@ -4,11 +4,16 @@
 //
 // Method (after NVIDIA/nvbench and UoB-HPC/BabelStream): inputs are random
 // (never zeros) and block tables are shuffled; one untimed check run on
-// NaN-poisoned outputs is compared against float64; then `warmup` untimed runs
-// and `repeats` timed runs, each timed alone (device events / steady_clock),
-// rotating among input sets so that the bytes touched between two runs of the
-// same set exceed twice the last-level cache; median, p10, p90 and spread =
-// (p90 - p10) / median; bytes counted exactly from the shape.
+// NaN-poisoned outputs is compared against float64; then, per kernel and per
+// point, the last-level cache is flushed (GPUs), `warmup` untimed runs and
+// `repeats` timed samples follow, each sample `launches_per_sample` launches back
+// to back between one pair of events (the host's launch latency out of the
+// figure), every launch on the next input set of one rotation that never
+// restarts (not per kernel, not per point), so the bytes touched between two runs
+// of the same set exceed twice the last-level cache; median, p10, p90 and spread
+// = (p90 - p10) / median; bytes counted exactly from the shape. The stream probe
+// reads the session's own K pool in the same run, and every point reports its
+// bandwidth as a ratio to it (issue #15).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,6 +29,8 @@
 #include "half.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/least_squares.hpp"
+#include "kvsight/split_plan.hpp"
 
 namespace kvsight::probes {
 namespace {
@@ -97,7 +104,12 @@ void validate_options(const ProbeOptions& options) {
   if (options.warmup < 0 || options.warmup > 100000) {
     throw InputError("--warmup", std::to_string(options.warmup) + " out of range; allowed: 0..100000");
   }
-  if (options.splits > 4096) throw InputError("--splits", "allowed: 0 (auto) or 1..4096");
+  if (options.splits > static_cast<std::uint32_t>(kernels::kMaxSplits))
+    throw InputError("--splits", "allowed: 0 (auto) or 1..4096");
+  if (options.launches_per_sample < 0 || options.launches_per_sample > 1000) {
+    throw InputError("--launches", std::to_string(options.launches_per_sample) +
+                                       " out of range; allowed: 0 (auto: 8 on GPUs, 1 on cpu) or 1..1000");
+  }
 }
 
 // One set of inputs for many contexts: a pool of K/V blocks (random data),
@@ -118,10 +130,20 @@ class Session {
         checked_mul(shape_.batch, ceil_div(max_context, shape_.block_size), "blocks of the sweep");
     q_elements_ = checked_mul(checked_mul(shape_.batch, shape_.q_heads, "q"), shape_.head_dim, "q");
     const std::uint64_t out_bytes = checked_mul(q_elements_, 4, "out");
-    // choose_splits never decreases with context: the largest context needs the most.
-    const std::uint32_t max_splits_any =
-        options_.splits > 0 ? options_.splits
-                            : choose_splits(info.multiprocessors, shape_.batch, shape_.kv_heads, max_context);
+    // The split kernel's occupancy for this shape (the planner's input), and the
+    // most splits any context of the session can get: one wave of slots.
+    ctas_per_multiprocessor_ = backend_.attention_occupancy(shape_params());
+    if (ctas_per_multiprocessor_ == 0) {
+      throw DeviceError(info.backend + ": the split-KV kernel for head_dim " +
+                        std::to_string(shape_.head_dim) + " and GQA " +
+                        std::to_string(shape_.q_heads / shape_.kv_heads) + " cannot run on " + info.name +
+                        " (occupancy 0: too much shared memory or registers)");
+    }
+    const SplitPlan widest = plan_splits(split_input(max_context));
+    const std::uint32_t max_splits_any = options_.splits > 0
+                                             ? options_.splits
+                                             : static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+                                                   widest.slots / widest.programs, 1, kernels::kMaxSplits));
     const std::uint64_t partial_bytes =
         checked_mul(out_bytes, max_splits_any, "split-KV partials") +
         2 * checked_mul(q_elements_ / shape_.head_dim * max_splits_any, 4, "partials");
@@ -173,11 +195,14 @@ class Session {
     const bool split = kernel == "splitkv";
     kernels::PagedDecodeParams params = base_params();
     if (split) {
-      std::uint32_t splits = options_.splits > 0 ? options_.splits
-                                                 : choose_splits(backend_.info().multiprocessors,
-                                                                 shape_.batch, shape_.kv_heads, context);
-      splits = static_cast<std::uint32_t>(std::min<std::uint64_t>({splits, context, max_splits_}));
-      const std::uint64_t tokens_per_split = ceil_div(context, splits);
+      std::uint64_t tokens_per_split = context;
+      if (options_.splits > 0) {
+        const std::uint64_t splits = std::min<std::uint64_t>({options_.splits, context, max_splits_});
+        tokens_per_split = ceil_div(context, splits);
+      } else {
+        tokens_per_split = plan_splits(split_input(context)).tokens_per_split;
+        tokens_per_split = std::max(tokens_per_split, ceil_div(context, max_splits_));
+      }
       params.tokens_per_split = static_cast<int>(tokens_per_split);
       params.num_splits = static_cast<int>(ceil_div(context, tokens_per_split));
     }
@@ -185,9 +210,13 @@ class Session {
     point.context = context;
     point.splits = static_cast<std::uint32_t>(params.num_splits);
     point.buffer_sets = sets_;
+    point.ctas_per_multiprocessor = split ? ctas_per_multiprocessor_ : 0;
+    point.error_bound = error_bound(shape_.dtype, context);
     AttentionShape shape = shape_;
     shape.context = context;
     point.bytes = attention_bytes(shape);
+    const std::uint64_t cache = backend_.info().last_level_cache;
+    point.cold = cache == 0 || static_cast<std::uint64_t>(sets_) * set_bytes_ >= 2 * cache;
 
     if (options_.check) {
       check(split, params, point);
@@ -198,14 +227,22 @@ class Session {
                           " failed verification against the float64 reference: max relative error " +
                           (std::isfinite(point.max_error) ? std::to_string(point.max_error)
                                                           : std::string("non-finite output")) +
-                          " > bound " + std::to_string(error_bound(shape_.dtype)) + injected_);
+                          " > bound " + std::to_string(point.error_bound) + injected_);
       }
     }
-    for (int i = 0; i < options_.warmup; ++i) backend_.time_attention(split, for_set(params, i % sets_));
+    // Cold start for this kernel at this point: nothing the previous kernel or
+    // point touched is left in the cache, and the rotation goes on from where it
+    // stopped instead of restarting at set 0.
+    backend_.flush_cache();
+    for (int i = 0; i < options_.warmup; ++i) backend_.time_attention(split, for_set(params, next_set()));
+    const int launches = launches_per_sample();
+    point.launches_per_sample = launches;
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(options_.repeats));
+    std::vector<kernels::PagedDecodeParams> batch(static_cast<std::size_t>(launches));
     for (int i = 0; i < options_.repeats; ++i) {
-      samples.push_back(backend_.time_attention(split, for_set(params, (i + options_.warmup) % sets_)));
+      for (auto& launch : batch) launch = for_set(params, next_set());
+      samples.push_back(backend_.time_attention_batch(split, batch) / launches);
     }
     const Timing timing = summarize(samples);
     point.time_us = timing.median_us;
@@ -214,7 +251,65 @@ class Session {
     return point;
   }
 
+  // The stream probe of this run: stream_read over the session's K pool (the
+  // same memory the attention kernels read, no extra allocation), each sample
+  // after a cache flush; checked exactly like run_bandwidth's.
+  double stream_read_gbps() {
+    const std::uint64_t bytes = k_->bytes() / 16 * 16;
+    if (bytes == 0) return 0.0;
+    auto parts = backend_.allocate(4ull * backend_.stream_read_parts());
+    std::uint32_t expected = 0;
+    for (std::uint64_t word = 0; word < bytes / 4; ++word)
+      expected += static_cast<std::uint32_t>(host_k_[2 * word]) |
+                  (static_cast<std::uint32_t>(host_k_[2 * word + 1]) << 16);
+    std::vector<double> samples;
+    for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
+      backend_.flush_cache();
+      const double us = backend_.time_stream_read(*k_, bytes, *parts);
+      if (i >= options_.warmup) samples.push_back(us);
+    }
+    std::vector<std::uint32_t> sums(backend_.stream_read_parts());
+    backend_.download(sums.data(), *parts, sums.size() * 4);
+    std::uint32_t total = 0;
+    for (const auto sum : sums) total += sum;
+    if (total != expected) {
+      throw DeviceError(backend_.info().backend + ": stream read of the K pool failed verification: sum " +
+                        std::to_string(total) + " != expected " + std::to_string(expected));
+    }
+    const double median = summarize(samples).median_us;
+    return median > 0 ? static_cast<double>(bytes) / (median * 1e3) : 0.0;
+  }
+
  private:
+  // The fields the kernel instance depends on (dtype, head_dim, group, block size).
+  kernels::PagedDecodeParams shape_params() const {
+    kernels::PagedDecodeParams p;
+    p.num_seqs = static_cast<int>(shape_.batch);
+    p.num_kv_heads = static_cast<int>(shape_.kv_heads);
+    p.q_per_kv = static_cast<int>(shape_.q_heads / shape_.kv_heads);
+    p.head_dim = static_cast<int>(shape_.head_dim);
+    p.block_size = static_cast<int>(shape_.block_size);
+    p.dtype = bf16_ ? kernels::ElementType::bf16 : kernels::ElementType::fp16;
+    return p;
+  }
+  SplitPlanInput split_input(std::uint64_t context) const {
+    SplitPlanInput input;
+    input.multiprocessors = backend_.info().multiprocessors;
+    input.ctas_per_multiprocessor = ctas_per_multiprocessor_;
+    input.batch = shape_.batch;
+    input.kv_heads = shape_.kv_heads;
+    input.context = context;
+    return input;
+  }
+  int next_set() { return static_cast<int>(rotation_++ % static_cast<std::uint64_t>(sets_)); }
+  int launches_per_sample() const {
+    if (options_.launches_per_sample > 0) return options_.launches_per_sample;
+    // GPUs: 8 launches per sample put the host's few microseconds of launch
+    // latency under 1/8 of a 1K-context kernel's time; cpu: the timing is the
+    // work itself, one launch per sample.
+    return backend_.info().backend == "cpu" ? 1 : 8;
+  }
+
   kernels::PagedDecodeParams base_params() const {
     kernels::PagedDecodeParams p;
     p.q = q_->data();
@@ -253,7 +348,10 @@ class Session {
     const std::uint64_t per_set = shape_.batch * blocks_per_seq_;
     const std::uint64_t set_bytes =
         checked_mul(per_set, block_elements_ * 2 * element_bytes(shape_.dtype), "set");
-    const std::uint64_t by_cache = ceil_div(2 * backend_.info().last_level_cache, set_bytes);
+    set_bytes_ = set_bytes;
+    // One set more than 2 x cache / set: the set a launch reads was last read
+    // `sets_` launches ago, with at least 2 x the cache read in between.
+    const std::uint64_t by_cache = ceil_div(2 * backend_.info().last_level_cache, set_bytes) + 1;
     sets_ = static_cast<int>(
         std::clamp<std::uint64_t>(std::min(by_cache, pool_blocks_ / per_set), 1, kMaxBufferSets));
     // A shuffled permutation of the pool: consecutive logical blocks land on
@@ -350,7 +448,7 @@ class Session {
     }
     point.max_error =
         finite ? max_difference / std::max(max_reference, 1e-30) : std::numeric_limits<double>::infinity();
-    point.correct = finite && point.max_error <= error_bound(shape_.dtype);
+    point.correct = finite && point.max_error <= error_bound(shape_.dtype, prepared_context_);
   }
 
   Backend& backend_;
@@ -361,6 +459,9 @@ class Session {
   bool bf16_;
   std::uint64_t block_elements_ = 0, q_elements_ = 0, pool_blocks_ = 0, blocks_per_seq_ = 0;
   std::uint64_t max_splits_ = 1;
+  std::uint32_t ctas_per_multiprocessor_ = 1;
+  std::uint64_t set_bytes_ = 0;
+  std::uint64_t rotation_ = 0;  // launches so far: the input set of the next one is rotation_ % sets_
   std::uint64_t prepared_context_ = 0, reference_context_ = 0;
   int sets_ = 1;
   std::vector<std::uint16_t> host_k_, host_v_, host_q_;
@@ -416,34 +517,6 @@ void validate_kernel(const std::string& kernel) {
   }
 }
 
-// Split count for split-KV decode. Sources:
-//  - vLLM PR #45916 (kernel_paged_attention_2d_splitkv, docs/reference/cliff.md): aim
-//    for about 2 x the multiprocessor count of programs, and do not split below
-//    about 84 x 16 = 1344 tokens of context (the split then costs more than it
-//    saves). That PR reports 14 splits at batch 1 from 4K up on a 42-"CU" gfx1100;
-//    its exact per-split floor is not in our reference, so this rule (2 KV heads:
-//    ceil(84 / 2) = 42, limited by 256-token partitions to 16 at 4K) differs
-//    there; every result reports the split count it used.
-//  - vLLM paged_attention v2 (csrc/attention/paged_attention_v2.cu) splits in
-//    fixed 512-token partitions; the ROCm custom kernel (csrc/rocm/attention.cu)
-//    in 256-token partitions: we never make a split shorter than 256 tokens.
-//  - FlashInfer (include/flashinfer/attention/scheduler.cuh) chooses the chunk
-//    size on the host so that batch x heads x chunks fills the device; same aim.
-//  - At most 64 splits (the reduce walks them serially per output element).
-std::uint32_t choose_splits(std::uint32_t multiprocessors, std::uint32_t batch, std::uint32_t kv_heads,
-                            std::uint64_t context) {
-  constexpr std::uint64_t kNoSplitBelow = 1344;
-  constexpr std::uint64_t kMinTokensPerSplit = 256;
-  constexpr std::uint64_t kMaxSplits = 64;
-  if (context < kNoSplitBelow) return 1;
-  const std::uint64_t programs = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(batch) * kv_heads);
-  const std::uint64_t target = 2ull * std::max<std::uint32_t>(1, multiprocessors);
-  if (programs >= target) return 1;
-  const std::uint64_t splits =
-      std::min({ceil_div(target, programs), context / kMinTokensPerSplit, kMaxSplits});
-  return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, splits));
-}
-
 std::uint64_t attention_bytes(const AttentionShape& shape) {
   const std::uint64_t elem = element_bytes(shape.dtype);
   const std::uint64_t kv = checked_mul(
@@ -461,12 +534,20 @@ std::uint64_t attention_bytes(const AttentionShape& shape) {
   return checked_add(checked_add(checked_add(kv, tables, "bytes"), lengths + q, "bytes"), out, "bytes");
 }
 
-// The kernel's output must be as accurate as storing it in the input dtype
-// would allow: one unit in the last place at 1.0, 2^-10 for fp16 and 2^-8 for
-// bf16, relative to the largest reference output. Inputs are exact in both
-// (the reference reads the same 16-bit values), so the error measured is that
-// of fp32 accumulation and the online softmax.
-double error_bound(const std::string& dtype) { return dtype == "fp16" ? 0x1p-10 : 0x1p-8; }
+// Relative error bound of the float64 check, from the fp32 accumulation
+// (docs/reference/kernels.md "Check bound"). Inputs are exact in both dtypes (the
+// reference reads the same 16-bit values), so the error is that of fp32
+// arithmetic: the output is a softmax-weighted sum over `context` tokens whose
+// rounding errors add as a random walk, about u x sqrt(n) relative (u = 2^-24),
+// n = context + 128 (the head_dim-long dot products and the online-softmax
+// rescales); x 16 for the exp and rescale roundings and headroom. At 32K tokens
+// that is 16 x 2^-24 x sqrt(32896) = 1.7e-4; a dropped or repeated 32-token tile
+// moves the output by about 1.4 / sqrt(context) relative (7.7e-3 at 32K), far
+// above it up to about 1.5M tokens.
+double error_bound(const std::string& dtype, std::uint64_t context) {
+  (void)dtype;
+  return 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(context) + 128.0);
+}
 
 Timing summarize(std::vector<double> samples) {
   if (samples.empty()) throw InputError("samples", "no timing samples");
@@ -482,18 +563,7 @@ Timing summarize(std::vector<double> samples) {
 }
 
 double least_squares_slope(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::size_t n = std::min(x.size(), y.size());
-  if (n < 2) return 0.0;
-  const double mean_x =
-      std::accumulate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
-  const double mean_y =
-      std::accumulate(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(n), 0.0) / static_cast<double>(n);
-  double sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sxx += (x[i] - mean_x) * (x[i] - mean_x);
-    sxy += (x[i] - mean_x) * (y[i] - mean_y);
-  }
-  return sxx > 0 ? sxy / sxx : 0.0;
+  return kvsight::least_squares_slope(x, y);  // the planner's one fit
 }
 
 namespace detail {
@@ -537,6 +607,7 @@ std::vector<SweepResult> run_sweeps(const std::string& backend_name, const std::
   for (const std::uint64_t context : contexts) {
     for (std::size_t k = 0; k < kernels.size(); ++k) {
       ProbePoint point = session.measure(kernels[k], context);
+      if (kernels[k] == "splitkv") results[k].ctas_per_multiprocessor = point.ctas_per_multiprocessor;
       if (options.progress) {
         options.progress(kernels[k] + " context " + std::to_string(context) + ": " +
                          std::to_string(point.time_us) + " us, " + std::to_string(point.gbps) + " GB/s" +
@@ -545,7 +616,15 @@ std::vector<SweepResult> run_sweeps(const std::string& backend_name, const std::
       results[k].points.push_back(point);
     }
   }
+  // The stream probe of this run, after the kernels (an injected kernel fault
+  // still hits the Nth attention launch), on the memory they read.
+  const double stream_gbps = options.stream_reference ? session.stream_read_gbps() : 0.0;
   for (auto& result : results) {
+    result.stream_read_gbps = stream_gbps;
+    for (auto& point : result.points) {
+      point.stream_read_gbps = stream_gbps;
+      point.ratio_to_stream = stream_gbps > 0 ? point.gbps / stream_gbps : 0.0;
+    }
     std::vector<double> x, y;
     for (const auto& point : result.points) {
       x.push_back(static_cast<double>(point.context));
@@ -573,6 +652,7 @@ AttentionResult run_attention(const std::string& backend, const std::string& ker
   result.point = sweep.points.front();
   result.repeats = options.repeats;
   result.warmup = options.warmup;
+  result.stream_read_gbps = sweep.stream_read_gbps;
   return result;
 }
 
@@ -687,8 +767,14 @@ void to_json(nlohmann::json& j, const ProbePoint& v) {
        {"gbps", v.gbps},
        {"correct", v.correct},
        {"max_error", std::isfinite(v.max_error) ? nlohmann::json(v.max_error) : nlohmann::json(nullptr)},
+       {"error_bound", v.error_bound},
        {"splits", v.splits},
-       {"buffer_sets", v.buffer_sets}};
+       {"ctas_per_multiprocessor", v.ctas_per_multiprocessor},
+       {"buffer_sets", v.buffer_sets},
+       {"cold", v.cold},
+       {"launches_per_sample", v.launches_per_sample},
+       {"stream_read_gbps", v.stream_read_gbps},
+       {"ratio_to_stream", v.ratio_to_stream}};
 }
 void to_json(nlohmann::json& j, const AttentionResult& v) {
   j = {{"backend", v.backend}, {"device", v.device},   {"kernel", v.kernel},
@@ -697,9 +783,11 @@ void to_json(nlohmann::json& j, const AttentionResult& v) {
   j.update(point);
 }
 void to_json(nlohmann::json& j, const SweepResult& v) {
-  j = {{"backend", v.backend}, {"device", v.device}, {"kernel", v.kernel},
-       {"shape", v.shape},     {"points", v.points}, {"slope_us_per_token", v.slope_us_per_token},
-       {"growth", v.growth}};
+  j = {{"backend", v.backend}, {"device", v.device},
+       {"kernel", v.kernel},   {"shape", v.shape},
+       {"points", v.points},   {"slope_us_per_token", v.slope_us_per_token},
+       {"growth", v.growth},   {"stream_read_gbps", v.stream_read_gbps}};
+  if (v.kernel == "splitkv") j["ctas_per_multiprocessor"] = v.ctas_per_multiprocessor;
 }
 void to_json(nlohmann::json& j, const BandwidthResult& v) {
   j = {{"backend", v.backend},

@@ -31,6 +31,10 @@ struct KernelCalibration {
   double achieved_bandwidth_gbps = 0;     // what a kernel that fills the device reaches, GB/s
   double reduce_us = 0;                   // split-KV reduce per call
   std::uint32_t concurrent_programs = 0;  // programs the device runs at once (one per CU/SM)
+  // Split-kernel programs one CU/SM holds, the split planner's occupancy input
+  // (kvsight/split_plan.hpp). 2: PR #45916 targets 2 x the multiprocessor count
+  // (reference in docs/reference/kernels.md); a probe sweep carries its kernel's own.
+  std::uint32_t ctas_per_multiprocessor = 2;
   // The measured shape the per-program rate came from (bytes per token per program).
   double calibrated_bytes_per_token_per_program = 0;
 };

@@ -10,6 +10,8 @@
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
 #include "kvsight/input_file.hpp"
+#include "kvsight/least_squares.hpp"
+#include "kvsight/split_plan.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight {
@@ -34,24 +36,6 @@ std::string fmt(double value, int digits) {
   out.precision(digits);
   out << value;
   return out.str();
-}
-
-double least_squares_slope_of(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::size_t n = x.size();
-  if (n < 2) return 0.0;
-  double mean_x = 0, mean_y = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    mean_x += x[i];
-    mean_y += y[i];
-  }
-  mean_x /= static_cast<double>(n);
-  mean_y /= static_cast<double>(n);
-  double sxy = 0, sxx = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    sxy += (x[i] - mean_x) * (y[i] - mean_y);
-    sxx += (x[i] - mean_x) * (x[i] - mean_x);
-  }
-  return sxx > 0 ? sxy / sxx : 0.0;
 }
 
 // The gfx1100 calibration: the published per-call times of kernel_paged_attention_2d
@@ -119,7 +103,6 @@ std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup
   if (!group.splits_context && !force_split) return 1;
   if (group.fixed_splits > 0) return group.fixed_splits;
   if (scenario.split_min_context > 0 && context < scenario.split_min_context) return 1;
-  const std::uint64_t programs = std::max<std::uint64_t>(1, scenario.batch * group.kv_heads_per_rank);
   std::uint64_t splits = 0;
   if (scenario.split_max > 0) {
     splits = scenario.split_max;
@@ -127,11 +110,16 @@ std::uint32_t split_count(const DecodeScenario& scenario, const DecodeLayerGroup
       splits = (context * scenario.split_max + scenario.split_full_context - 1) / scenario.split_full_context;
     }
   } else {
-    // Fill the device: about two programs per CU/SM (PR #45916 targets 2 x the
-    // multiprocessor count), at least 256 tokens per split.
-    const std::uint64_t target = 2ULL * std::max<std::uint32_t>(1, scenario.calibration.concurrent_programs);
-    splits = (target + programs - 1) / programs;
-    splits = std::min<std::uint64_t>(splits, std::max<std::uint64_t>(1, context / 256));
+    // Fill the device with the planner the probes use (kvsight/split_plan.hpp):
+    // the calibration's programs per CU/SM (default 2: PR #45916 targets 2 x the
+    // multiprocessor count; a probe sweep reports its kernel's occupancy).
+    SplitPlanInput input;
+    input.multiprocessors = scenario.calibration.concurrent_programs;
+    input.ctas_per_multiprocessor = scenario.calibration.ctas_per_multiprocessor;
+    input.batch = scenario.batch;
+    input.kv_heads = group.kv_heads_per_rank;
+    input.context = context;
+    splits = plan_splits(input).splits;
   }
   return static_cast<std::uint32_t>(std::max<std::uint64_t>(1, splits));
 }
@@ -179,7 +167,7 @@ DecodeCurve predict_decode(const DecodeScenario& scenario, const std::vector<std
     y.push_back(point.ms_per_token * 1000.0);
     curve.points.push_back(point);
   }
-  curve.slope_us_per_token = least_squares_slope_of(x, y);
+  curve.slope_us_per_token = least_squares_slope(x, y);
   if (!curve.points.empty() && curve.points.front().attention_us_per_call > 0) {
     curve.growth = curve.points.back().attention_us_per_call / curve.points.front().attention_us_per_call;
   }
@@ -402,7 +390,7 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
     reader.fail(nosplit_where + ".points",
                 "all have context " + fmt(x.front(), 0) +
                     "; allowed: at least two different contexts (a slope needs them)");
-  const double slope = least_squares_slope_of(x, y);
+  const double slope = least_squares_slope(x, y);
   if (slope <= 0) {
     throw InputError("--calibration", "'" + origin +
                                           "': the nosplit time does not grow with context (slope " +
@@ -433,6 +421,9 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
                                         "a finite bandwidth in GB/s, 0..100000");
       best = std::max(best, gbps);
     }
+    // The probe's own split plan came from its kernel's occupancy: predict with it.
+    const double ctas = split->value("ctas_per_multiprocessor", 0.0);
+    if (ctas >= 1 && ctas <= 1024) c.ctas_per_multiprocessor = static_cast<std::uint32_t>(ctas);
     if (best > 0) {
       c.achieved_bandwidth_gbps = best;
       split_note = "fill-device bandwidth " + fmt(best, 1) + " GB/s (best splitkv point)";

@@ -31,9 +31,11 @@ struct ProbeOptions {
   std::uint64_t max_mem_bytes = 0;  // absolute cap in bytes; 0 = none (cpu adds its own 2 GiB cap)
   bool check = true;                // compare against the float64 reference
   std::uint64_t seed = 20260729;    // random data and block tables
-  std::uint32_t splits = 0;         // split-KV split count; 0 = choose_splits()
+  std::uint32_t splits = 0;         // split-KV split count; 0 = kvsight::plan_splits (occupancy)
   std::uint32_t threads = 0;        // cpu backend threads; 0 = std::thread::hardware_concurrency()
   std::string cpu_kernel = "auto";  // cpu backend: auto | avx512-bf16 | portable
+  int launches_per_sample = 0;      // launches per timed sample; 0 = auto (8 on GPUs, 1 on cpu)
+  bool stream_reference = true;     // measure the stream probe on the session's K pool (ratio_to_stream)
   std::function<void(const std::string&)> progress;  // long sweeps report here (stderr in the CLI)
 };
 
@@ -75,14 +77,20 @@ Timing summarize(std::vector<double> samples_us);
 
 struct ProbePoint {
   std::uint64_t context = 0;
-  double time_us = 0;        // median
-  double spread = 0;         // (p90 - p10) / median
-  std::uint64_t bytes = 0;   // K+V read for the context + block table + seq lens + q + out
-  double gbps = 0;           // bytes / time, 1e9 bytes per second
-  bool correct = false;      // true only after the reference check passed
-  double max_error = 0;      // max |out - ref| / (max |ref| + eps) over all outputs
-  std::uint32_t splits = 1;  // split count used (1 for nosplit)
-  int buffer_sets = 1;       // input sets rotated between repeats
+  double time_us = 0;                         // median
+  double spread = 0;                          // (p90 - p10) / median
+  std::uint64_t bytes = 0;                    // K+V read for the context + block table + seq lens + q + out
+  double gbps = 0;                            // bytes / time, 1e9 bytes per second
+  bool correct = false;                       // true only after the reference check passed
+  double max_error = 0;                       // max |out - ref| / (max |ref| + eps) over all outputs
+  double error_bound = 0;                     // the bound max_error was held to (error_bound(dtype, context))
+  std::uint32_t splits = 1;                   // split count used (1 for nosplit)
+  std::uint32_t ctas_per_multiprocessor = 0;  // split kernel occupancy the plan used (0 for nosplit)
+  int buffer_sets = 1;                        // input sets rotated between repeats
+  bool cold = false;            // buffer_sets x set bytes >= 2 x last-level cache (or the cache is unknown)
+  int launches_per_sample = 1;  // launches timed back to back per sample
+  double stream_read_gbps = 0;  // the stream probe of the same run (0: not measured)
+  double ratio_to_stream = 0;   // gbps / stream_read_gbps
 };
 
 struct AttentionResult {
@@ -90,14 +98,17 @@ struct AttentionResult {
   AttentionShape shape;
   ProbePoint point;
   int repeats = 0, warmup = 0;
+  double stream_read_gbps = 0;  // the stream probe of the same run
 };
 
 struct SweepResult {
   std::string backend, device, kernel;
   AttentionShape shape;  // shape.context is the first context of the sweep
   std::vector<ProbePoint> points;
-  double slope_us_per_token = 0;  // least squares of time_us against context
-  double growth = 0;              // last time / first time
+  double slope_us_per_token = 0;              // least squares of time_us against context
+  double growth = 0;                          // last time / first time
+  double stream_read_gbps = 0;                // the stream probe of the same run (K pool read)
+  std::uint32_t ctas_per_multiprocessor = 0;  // splitkv: the kernel's occupancy the split plan used
 };
 
 struct BandwidthResult {
@@ -116,9 +127,8 @@ void validate_shape(const AttentionShape& shape);
 // Validates the kernel name: nosplit | splitkv.
 void validate_kernel(const std::string& kernel);
 
-// Split count for split-KV decode (see the comment in probes/src/splits.cpp for sources).
-std::uint32_t choose_splits(std::uint32_t multiprocessors, std::uint32_t batch, std::uint32_t kv_heads,
-                            std::uint64_t context);
+// Split counts come from kvsight::plan_splits (kvsight/split_plan.hpp), fed with
+// the split kernel's occupancy on the device.
 
 // Bytes one decode call must move, counted exactly (see ProbePoint::bytes).
 std::uint64_t attention_bytes(const AttentionShape& shape);
@@ -133,8 +143,8 @@ SweepResult run_sweep(const std::string& backend, const std::string& kernel, Att
 std::vector<SweepResult> run_sweeps(const std::string& backend, const std::vector<std::string>& kernels,
                                     AttentionShape shape, const std::vector<std::uint64_t>& contexts,
                                     const ProbeOptions& options);
-// Relative error bound of the reference check for a dtype (see probes.cpp).
-double error_bound(const std::string& dtype);
+// Relative error bound of the reference check at a context (derivation in probes.cpp).
+double error_bound(const std::string& dtype, std::uint64_t context);
 // bytes: per buffer; 0 = a default far larger than the last-level cache (within max_mem).
 BandwidthResult run_bandwidth(const std::string& backend, std::uint64_t bytes, const ProbeOptions& options);
 

@@ -1,0 +1,243 @@
+#!/usr/bin/env bash
+# Evidence about the GPU probe kernels without a GPU (issue #15): compiles the
+# CUDA backend for sm_90 with `-Xptxas -v`, reads the SASS with cuobjdump and
+# writes a markdown report:
+#   - per kernel instance: registers, spill stores/loads (bytes), static shared
+#     memory, the dynamic shared memory of its DecodeShared, and the occupancy on
+#     an H200 (CTAs per SM from registers, shared memory and threads);
+#   - for the hd128 and hd256 bf16 split kernels (block 16): the 16-byte copies
+#     (LDGSTS, cp.async) issued per thread per commit group in the main loop, and
+#     the plain 16-byte loads (LDG.E.128) left;
+#   - a Little's-law estimate of the fraction of H200 HBM the headline shape and
+#     the cliff shape reach, with and without split.
+#
+#   scripts/kernel-report.sh [OUT.md]          (default build-kernel-report/report.md)
+#
+# Environment: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc),
+# CUOBJDUMP (default: on PATH, else the PyPI package nvidia-cuda-cuobjdump is
+# installed into build-kernel-report/venv), KVS_REPORT_DIR (work directory),
+# KVS_REPORT_OBJECT (an already compiled object + its ptxas log at OBJECT.log:
+# skips the compile). Exit: 0 report written, 2 usage, 3 a tool is missing or the
+# compile failed.
+set -u -o pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+case "${1:-}" in -h | --help) sed -n 2,24p "$0"; exit 0 ;; -*) echo "usage: $0 [OUT.md]" >&2; exit 2 ;; esac
+[ $# -le 1 ] || { echo "usage: $0 [OUT.md]" >&2; exit 2; }
+WORK="${KVS_REPORT_DIR:-$ROOT/build-kernel-report}"
+OUT="${1:-$WORK/report.md}"
+mkdir -p "$WORK" || exit 3
+
+NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+OBJECT="${KVS_REPORT_OBJECT:-$WORK/cuda_backend_sm90.o}"
+LOG="$OBJECT.log"
+if [ -z "${KVS_REPORT_OBJECT:-}" ]; then
+  [ -x "$NVCC" ] || { echo "kernel-report: nvcc not found (set NVCC)" >&2; exit 3; }
+  echo "kernel-report: compiling probes/cuda/cuda_backend.cu for sm_90 (slow: every instance)" >&2
+  "$NVCC" -std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -Xptxas -v -I"$ROOT/probes/include" \
+    -I"$ROOT/planner/include" -c "$ROOT/probes/cuda/cuda_backend.cu" -o "$OBJECT" > "$LOG" 2>&1 || {
+    tail -20 "$LOG" >&2
+    echo "kernel-report: compile failed (log $LOG)" >&2
+    exit 3
+  }
+fi
+[ -s "$OBJECT" ] && [ -s "$LOG" ] || { echo "kernel-report: $OBJECT or $LOG missing" >&2; exit 3; }
+
+CUOBJDUMP="${CUOBJDUMP:-$(command -v cuobjdump || true)}"
+if [ -z "$CUOBJDUMP" ]; then
+  VENV="$WORK/venv"
+  if [ ! -x "$VENV/bin/python" ]; then
+    python3 -m venv "$VENV" > /dev/null 2>&1 || { echo "kernel-report: python3 -m venv failed" >&2; exit 3; }
+  fi
+  # cuobjdump -sass runs nvdisasm: both come from PyPI (NVIDIA's wheels).
+  "$VENV/bin/pip" install -q nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm > "$WORK/pip.log" 2>&1 ||
+    { echo "kernel-report: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm failed (see $WORK/pip.log)" >&2; exit 3; }
+  CUOBJDUMP="$(find "$VENV" -type f -name cuobjdump | head -1)"
+  [ -n "$CUOBJDUMP" ] && chmod +x "$CUOBJDUMP"
+fi
+if ! command -v nvdisasm > /dev/null; then
+  NVDISASM="$(find "$WORK/venv" -type f -name nvdisasm 2> /dev/null | head -1)"
+  if [ -z "$NVDISASM" ]; then
+    [ -x "$WORK/venv/bin/pip" ] || python3 -m venv "$WORK/venv" > /dev/null 2>&1
+    "$WORK/venv/bin/pip" install -q nvidia-cuda-nvdisasm >> "$WORK/pip.log" 2>&1
+    NVDISASM="$(find "$WORK/venv" -type f -name nvdisasm 2> /dev/null | head -1)"
+  fi
+  [ -n "$NVDISASM" ] || { echo "kernel-report: no nvdisasm (pip install nvidia-cuda-nvdisasm)" >&2; exit 3; }
+  chmod +x "$NVDISASM"
+  export PATH="$(dirname "$NVDISASM"):$PATH"
+fi
+[ -n "$CUOBJDUMP" ] && [ -x "$CUOBJDUMP" ] || { echo "kernel-report: no cuobjdump" >&2; exit 3; }
+SASS="$WORK/cuda_backend_sm90.sass"
+"$CUOBJDUMP" -sass "$OBJECT" > "$SASS" 2> "$WORK/cuobjdump.err" ||
+  { echo "kernel-report: cuobjdump failed: $(head -3 "$WORK/cuobjdump.err")" >&2; exit 3; }
+
+python3 - "$LOG" "$SASS" "$OUT" "$OBJECT" << 'PY'
+import re, subprocess, sys
+log_path, sass_path, out_path, object_path = sys.argv[1:5]
+
+# ---- ptxas -v: registers, spills, static shared per mangled name.
+props = {}
+current = None
+for line in open(log_path, errors="replace"):
+    m = re.search(r"Function properties for (\S+)", line)
+    if m:
+        current = m.group(1); props.setdefault(current, {}); continue
+    m = re.search(r"Compiling entry function '(\S+)'", line)
+    if m:
+        current = m.group(1); props.setdefault(current, {}); continue
+    if current is None:
+        continue
+    m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m:
+        props[current]["spill_stores"] = int(m.group(1)); props[current]["spill_loads"] = int(m.group(2))
+    m = re.search(r"Used (\d+) registers", line)
+    if m:
+        props[current]["registers"] = int(m.group(1))
+        s = re.search(r"(\d+) bytes smem", line)
+        props[current]["static_smem"] = int(s.group(1)) if s else 0
+
+def demangle(name):
+    try:
+        return subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return name
+
+# Instance parameters from the demangled name.
+def parse(name):
+    d = demangle(name)
+    m = re.search(r"paged_decode_(nosplit|splitkv)<(__nv_bfloat16|__half), (\d+), (\d+), (\d+)>", d)
+    if m:
+        return {"kernel": m.group(1), "dtype": "bf16" if "bfloat" in m.group(2) else "fp16",
+                "head_dim": int(m.group(3)), "group": int(m.group(4)), "block": int(m.group(5))}
+    m = re.search(r"paged_decode_reduce<(\d+)>", d)
+    if m:
+        return {"kernel": "reduce", "head_dim": int(m.group(1))}
+    m = re.search(r"stream_(read|copy)", d)
+    if m:
+        return {"kernel": "stream_" + m.group(1)}
+    return {"kernel": d}
+
+# DecodeShared<HEAD_DIM, GROUP> on CUDA (kernels/paged_decode.cuh; KVS_KV_STAGES 2,
+# kRowPad 8, kTileTokens 32): K and V stages, q, two tiles of row offsets, scores,
+# running max / sum / rescale.
+def decode_shared(head_dim, group):
+    return 2 * 2 * 32 * (head_dim + 8) * 2 + group * head_dim * 4 + 2 * 32 * 8 + group * 32 * 4 + 3 * group * 4
+
+# H200 (sm_90) limits, CUDA C++ Programming Guide, "Compute capabilities" table:
+# 65536 registers per SM, allocated per warp in units of 256; 228 KiB shared per SM,
+# 1 KiB of it reserved per CTA; 2048 threads and 32 CTAs per SM.
+def occupancy(registers, shared, threads=128):
+    warps = threads // 32
+    per_warp = -(-registers * 32 // 256) * 256
+    by_registers = 65536 // (per_warp * warps) if registers else 32
+    by_shared = (228 * 1024) // (shared + 1024)
+    by_threads = 2048 // threads
+    return min(by_registers, by_shared, by_threads, 32)
+
+rows = []
+for name, p in props.items():
+    info = parse(name)
+    if "registers" not in p:
+        continue
+    shared = p["static_smem"]
+    if info["kernel"] in ("nosplit", "splitkv"):
+        shared += decode_shared(info["head_dim"], info["group"])
+    threads = 256 if info["kernel"].startswith("stream") else 128
+    rows.append((info, name, p, shared, occupancy(p["registers"], shared, threads)))
+
+def key(row):
+    i = row[0]
+    return (i["kernel"], i.get("dtype", ""), i.get("head_dim", 0), i.get("group", 0), i.get("block", 0))
+rows.sort(key=key)
+
+# ---- SASS: per function, LDGSTS per commit group (LDGDEPBAR) and LDG.E.128.
+functions = {}
+current = None
+for line in open(sass_path, errors="replace"):
+    m = re.search(r"Function : (\S+)", line)
+    if m:
+        current = m.group(1); functions[current] = []; continue
+    if current is not None and re.search(r"/\*[0-9a-f]{4}\*/", line):
+        functions[current].append(line)
+
+def copy_groups(lines):
+    groups, count = [], 0
+    for line in lines:
+        if "LDGSTS" in line:
+            count += 1
+        if "LDGDEPBAR" in line:
+            groups.append(count); count = 0
+    return groups
+
+def plain_loads(lines):
+    return sum(1 for line in lines if re.search(r"\bLDG\.E\.(128|ENL2\.128)", line) or re.search(r"\bLDG\.E\.[A-Z.]*128", line))
+
+in_flight = {}
+out = []
+out.append("# Kernel report: sm_90 (H200)\n")
+out.append(f"Regenerate: `scripts/kernel-report.sh` (nvcc -O3 -arch sm_90 -Xptxas -v on probes/cuda/cuda_backend.cu, "
+           f"cuobjdump -sass). Object: `{object_path}`.\n")
+out.append("Occupancy: CTAs per SM from registers (65536 per SM, 256 per warp granule), shared memory (228 KiB, 1 KiB "
+           "reserved per CTA; dynamic = sizeof(DecodeShared<HEAD_DIM, GROUP>)) and threads (2048 per SM).\n")
+out.append("| kernel | dtype | head_dim | group | block | registers | spill stores / loads (B) | shared (B) | CTAs/SM |")
+out.append("|---|---|---:|---:|---:|---:|---|---:|---:|")
+for info, name, p, shared, occ in rows:
+    out.append(f"| {info['kernel']} | {info.get('dtype', '')} | {info.get('head_dim', '')} | {info.get('group', '')} | "
+               f"{info.get('block', '') if info.get('block', 1) != 0 else 'runtime'} | {p['registers']} | "
+               f"{p.get('spill_stores', 0)} / {p.get('spill_loads', 0)} | {shared} | {occ} |")
+spills = sum(p.get("spill_stores", 0) + p.get("spill_loads", 0) for _, _, p, _, _ in rows)
+out.append(f"\nInstances: {len(rows)}; total spill bytes: {spills}.\n")
+
+out.append("## 16-byte copies in flight per thread (SASS, split kernels, bf16, block 16)\n")
+out.append("LDGSTS = cp.async 16-byte global->shared copy; a commit group (LDGDEPBAR) is one tile's K and V; "
+           "the main loop issues the next tile's group before it consumes the current one.\n")
+out.append("| instance | LDGSTS per commit group (prologue, loop) | LDG.E.128 in the function | registers | CTAs/SM |")
+out.append("|---|---|---:|---:|---:|")
+for info, name, p, shared, occ in rows:
+    if info["kernel"] == "splitkv" and info["dtype"] == "bf16" and info["block"] == 16 and info["head_dim"] in (128, 256):
+        groups = copy_groups(functions.get(name, []))
+        loads = plain_loads(functions.get(name, []))
+        in_flight[(info["head_dim"], info["group"])] = (max(groups) if groups else 0, occ)
+        out.append(f"| splitkv hd{info['head_dim']} group {info['group']} | {', '.join(map(str, groups)) or 'none'} | "
+                   f"{loads} | {p['registers']} | {occ} |")
+
+# ---- Little's law. H200: 132 SMs, 4.8 TB/s HBM3e (NVIDIA H200 product page);
+# ~4.3 TB/s is what a streaming kernel reaches (issue #15); 800 ns loaded DRAM
+# latency (assumed, the upper end of the issue's 20-26 KB per SM at 4.3 TB/s:
+# 4.3e12 x 800e-9 / 132 = 26 KB). Bytes in flight = resident CTAs x 128 threads x
+# copies per group x 16 B; rate = min(4.3 TB/s, in flight / latency).
+SMS, PEAK, STREAM, LATENCY = 132, 4.8e12, 4.3e12, 800e-9
+
+def plan_splits(sms, ctas, programs, context):
+    # kvsight::plan_splits (planner/src/decode/split_plan.cpp), restated for the report.
+    slots = sms * max(1, ctas)
+    if programs >= slots or context <= 256:
+        return 1
+    target = min(slots // programs, 4096)
+    tokens = -(-context // target)
+    tokens = max(-(-tokens // 32) * 32, 256)
+    return max(1, -(-context // tokens))
+
+out.append("\n## Little's-law estimate of H200 HBM reached\n")
+out.append("Assumptions: 132 SMs, peak 4.8 TB/s, streaming ceiling 4.3 TB/s, 800 ns latency; the next tile's group is in "
+           "flight while the current one is consumed (the kernel is memory-bound, so it is most of the time).\n")
+out.append("| case | head_dim | group | splits | CTAs | CTAs/SM | copies/thread | bytes in flight | estimate of 4.8 TB/s |")
+out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+cases = [("headline split-KV: batch 4, 8 KV / 32 Q heads, 32K", 128, 4, 4 * 8, 32768, True),
+         ("headline no split", 128, 4, 4 * 8, 32768, False),
+         ("cliff split: batch 1, 2 KV / 12 Q heads, hd256, 32K", 256, 8, 1 * 2, 32768, True),
+         ("cliff no split", 256, 8, 1 * 2, 32768, False)]
+estimates = {}
+for label, hd, group, programs, context, split in cases:
+    copies, occ = in_flight.get((hd, group), (0, 0))
+    splits = plan_splits(SMS, occ, programs, context) if split else 1
+    ctas = programs * splits
+    resident = min(ctas, SMS * occ)
+    in_flight_bytes = resident * 128 * copies * 16
+    rate = min(STREAM, in_flight_bytes / LATENCY)
+    estimates[label] = rate / PEAK
+    out.append(f"| {label} | {hd} | {group} | {splits} | {ctas} | {occ} | {copies} | {in_flight_bytes / 1024:.0f} KiB | "
+               f"{100 * rate / PEAK:.1f}% |")
+open(out_path, "w").write("\n".join(out) + "\n")
+print("\n".join(out))
+PY
