@@ -1,10 +1,11 @@
 // The top-level CLI: subcommands, global options, and the one place exceptions
-// become exit codes (DESIGN.md: 0 ok, 1 check failed, 2 bad input, 3 device).
+// become exit codes (README.md "JSON contract": 0 ok, 1 check failed, 2 bad input, 3 device).
 #include <iostream>
 #include <string>
 #include <utility>
 
 #include "commands.hpp"
+#include "flag_groups.hpp"
 #include "kvsight/error.hpp"
 #include "output_file.hpp"
 
@@ -78,7 +79,12 @@ int run_cli(int argc, const char* const* argv) {
     return code;
   };
   try {
-    app.parse(argc, argv);
+    // Engines' single-dash words ("-tp", "-ctk") become their long names; what was
+    // typed is kept for the messages that name a flag.
+    const std::vector<std::string> arguments = normalize_arguments(argc, argv, state);
+    std::vector<const char*> pointers;
+    for (const std::string& argument : arguments) pointers.push_back(argument.c_str());
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
     // The command returned: its flags were all valid and it succeeded (exit 0) or
     // its check failed (exit 1, still a result). Only now is anything written.
     write_artefacts(state.artefacts);
@@ -98,7 +104,15 @@ int run_cli(int argc, const char* const* argv) {
     std::cerr << "kvsight: error: " << e.what() << "\n";
     return 2;
   } catch (const InputError& e) {
-    std::cerr << "kvsight: error: " << e.what() << "\n";
+    // A planner error names an option field ("block_size"); say it with the flag the
+    // user typed, and the engine's own spelling beside it.
+    const std::string flag = flag_for_error(state, e.field());
+    const std::string what = e.what();
+    const std::string prefix = e.field() + ": ";
+    if (!flag.empty() && flag != e.field() && what.rfind(prefix, 0) == 0)
+      std::cerr << "kvsight: error: " << flag << ": " << what.substr(prefix.size()) << "\n";
+    else
+      std::cerr << "kvsight: error: " << what << "\n";
     return 2;
   } catch (const DeviceError& e) {
     std::cerr << "kvsight: device error: " << e.what() << "\n";
