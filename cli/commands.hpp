@@ -17,7 +17,7 @@ struct CliState {
   int exit_code = 0;
   std::vector<std::string> typed_flags;  // every flag token as typed (normalize_arguments)
   std::string engine;                    // the selected engine, once known (error messages)
-  std::vector<Artefact> artefacts;  // queued by emit/add_artefact, written by run_cli after the run
+  std::vector<Artefact> artefacts;       // queued by emit/add_artefact, written by run_cli after the run
   Format format() const { return parse_format(format_text); }
 };
 

@@ -502,7 +502,7 @@ TEST(BadInput, OutputThatIsASymlinkOrDeviceIsRefusedAndUnchanged) {
   const std::string dir = temp_dir("hostile-output");
   write_file(dir + "/victim", "precious");
   fs::create_symlink(dir + "/victim", dir + "/out.json");
-  for (const std::string flag : {"--output", "--plot"}) {
+  for (const char* flag : {"--output", "--plot"}) {
     SCOPED_TRACE(flag);
     std::vector<std::string> args = {"cliff", "--scenario", "vllm-50264", flag, dir + "/out.json"};
     const auto run = run_kvsight(args);
