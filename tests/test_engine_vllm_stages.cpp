@@ -218,6 +218,7 @@ TEST(VllmStageReport, TokensLineByVersion) {
   in.req_pages = 100;
   in.block_size = 16;
   in.available_bytes = 1000 * 4 * kMiB;
+  in.available_gib_signed = 1000.0 * 4 / 1024;  // 3.90625 GiB
   in.fits = true;
   ReportFigures r = report_figures(in);
   EXPECT_NEAR(r.max_concurrency, 10.0, 1e-12);
@@ -229,6 +230,11 @@ TEST(VllmStageReport, TokensLineByVersion) {
       << joined(r.engine_log);
   // 1000 x 4 MiB = 3.90625 GiB -> "3.91"
   EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: 3.91 GiB"), std::string::npos);
+  // A model that does not fit: vLLM prints the negative difference (gpu_worker.py), not 0.00.
+  in.available_gib_signed = -1.25;
+  in.fits = false;
+  EXPECT_NE(joined(report_figures(in).engine_log).find("Available KV cache memory: -1.25 GiB"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -66,6 +66,68 @@ std::string_view spec_name(SpecKind kind) {
   return "";
 }
 
+// ---------------------------------------------------------------- versioned rules
+
+// Versions whose behaviour differs somewhere in this file (the boundaries used below).
+const std::vector<std::string>& vllm_versions() {
+  static const std::vector<std::string> versions = {
+      "0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2", "0.12.0", "0.19.0", "0.20.0",
+      "0.21.0", "0.23.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.32.0", "0.33.0"};
+  return versions;
+}
+// The default: the newest release, whose wheel was read for this file (0.33.0, issue #13).
+constexpr const char* kNewestVllm = "0.33.0";
+
+Version resolve_version(const EngineOptions& options) {
+  return parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
+                       vllm_versions());
+}
+
+bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options) {
+  if (!has_recurrent(model) || options.disable_prefix_caching) return false;
+  if (options.enable_prefix_caching) return true;
+  // 0.28+: on by default for hybrids (rules_for), so Mamba layers run in "align" mode.
+  return rules_for(resolve_version(options)).hybrid_prefix_caching && model.attention_layer_count() > 0;
+}
+
+VersionRules rules_for(const Version& v) {
+  VersionRules r;
+  r.v0 = !v.at_least(0, 8);  // V1 became the default engine in 0.8.0
+  // kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec
+  // max_admission_blocks_per_request take VllmConfig.max_in_flight_tokens (read in 0.33;
+  // from 0.26 per issue #13's comparison against the wheels).
+  r.in_flight_batches = v.at_least(0, 26);
+  // config/vllm.py use_v2_model_runner: True unless a feature is unsupported (0.33).
+  r.v2_model_runner = v.at_least(0, 33);
+  // engine/arg_utils.py get_batch_defaults: device_memory >= 160 GiB tier (0.33; from 0.28, issue #13).
+  r.large_device_tier = v.at_least(0, 28);
+  // engine/arg_utils.py: enable_prefix_caching defaults to model_config.is_prefix_caching_supported,
+  // true for hybrids; models/config.py MambaModelConfig then sets mamba_cache_mode "align"
+  // (0.33; from 0.28, issue #13).
+  r.hybrid_prefix_caching = v.at_least(0, 28);
+  // PR #47272 / #48724: the capacity checks leave out the null block; first released in 0.29
+  // (issue #13), not 0.28 as assumed before.
+  r.null_block_reserved = v.at_least(0, 29);
+  // platforms/cuda.py _get_backend_priorities (0.33): SM 9.x lists FLASH_ATTN_MLA first, whose
+  // get_supported_kernel_block_sizes is MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py).
+  r.mla_flash_attn = v.at_least(0, 33);
+  r.measured_overheads = v.at_least(0, 26);
+  return r;
+}
+
+std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOptions& options) {
+  if (!rules.in_flight_batches) return 1;
+  const std::uint64_t pp = options.pp;
+  // Async scheduling is on by default (config/vllm.py, "Enable async scheduling unless there
+  // is an incompatible option"); the V1 runner turns it off with PP > 1.
+  const bool async = options.async_scheduling.value_or(rules.v2_model_runner || pp <= 1);
+  if (async) {
+    if (rules.v2_model_runner) return pp + 1;
+    if (pp <= 1) return 2;
+  }
+  return pp;
+}
+
 // ---------------------------------------------------------------- 1. per-layer spec
 
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
@@ -241,12 +303,19 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
   const double total_gib = total_bytes ? to_gib(*total_bytes) : 0.0;
   const std::string gpu_name = gpu ? lower(gpu->name + " " + gpu->id) : "";
   const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos;
+  // >= 160 GiB (B200/B300, MI300X/MI325X): 16384 / 1024 for both usage contexts
+  // (arg_utils.py get_batch_defaults, read in 0.33; rules_for).
+  const bool large_device = rules_for(version).large_device_tier && total_gib >= 160.0;
   SchedulerLimits out;
   if (v0) {
     // V0 without chunked prefill: max(max_model_len, 2048) tokens, 256 sequences.
     out.max_num_batched_tokens = std::max<std::uint64_t>(max_model_len, 2048);
     out.max_num_seqs = 256;
     out.why = "V0 defaults: max(max_model_len, 2048) tokens, 256 sequences";
+  } else if (large_device) {
+    out.max_num_batched_tokens = 16384;
+    out.max_num_seqs = 1024;
+    out.why = ">= 160 GiB device (arg_utils.py get_batch_defaults, 0.28+)";
   } else {
     out.max_num_batched_tokens = options.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
     out.max_num_seqs = big_gpu ? 1024 : 256;
@@ -287,6 +356,7 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   if (options.kv_cache_memory_bytes) {
     // --kv-cache-memory-bytes skips the profiling arithmetic (gpu_worker.py).
     out.available_bytes = *options.kv_cache_memory_bytes;
+    out.available_gib_signed = to_gib(out.available_bytes);
     out.assumptions.push_back(
         {"KV cache memory", gib2(out.available_bytes) + " (" + std::to_string(out.available_bytes) + " B)",
          "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
@@ -317,13 +387,18 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     fwd = has_dense ? std::max(fwd, moe) : moe;
   }
   // Dummy sampler over min(S, T) rows of full-vocabulary logits: about 38 B per element
-  // on the PyTorch sort path (10 with the FlashInfer sampler).
-  const double samp =
-      static_cast<double>(std::min(max_seqs, max_batched)) * static_cast<double>(model.vocab_size) * 38.0;
+  // on the PyTorch sort path (10 with the FlashInfer sampler). From 0.26 the published logs
+  // (issue #13: Qwen3-32B TP 2 at 1.7 GiB real non-KV overhead where 38 B gave 5.5 GiB of
+  // sampler alone) leave room only for the fp32 logits rows: 4 B per element.
+  const VersionRules rules = rules_for(version);
+  const double sampler_bytes = rules.measured_overheads ? 4.0 : 38.0;
+  const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
+                      static_cast<double>(model.vocab_size) * sampler_bytes;
   std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
   std::string act_why = "max(forward " + fixed2(fwd / kGiB) + " GiB = T x (3I/TP + 4H) x 2 B" +
                         std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
-                        fixed2(samp / kGiB) + " GiB = min(S,T) x V x 38 B) + 0.15 GiB; sampler range 10-38 B";
+                        fixed2(samp / kGiB) + " GiB = min(S,T) x V x " + fixed2(sampler_bytes) +
+                        " B) + 0.15 GiB; sampler range 4-38 B";
   if (options.activation_gib) {
     act = gib_to_bytes(*options.activation_gib, "--activation-gib");
     act_why = "given";
@@ -332,6 +407,11 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   std::string nt_why = options.tp == 1
                            ? "0.1 GiB at TP 1 (range 0.05-0.2)"
                            : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
+  if (options.tp > 1 && rules.measured_overheads) {
+    // issue #13: NCCL / non-torch memory over NVLink at TP 2-4 is about 0.55 GiB in 0.26+ logs.
+    nt = static_cast<std::uint64_t>(0.55 * kGiB);
+    nt_why = "0.55 GiB at TP > 1 (0.26+ logs, issue #13; range 0.25-0.8)";
+  }
   if (options.tp > 1 && version.major == 0 && version.minor == 10) {
     nt = static_cast<std::uint64_t>(1.4 * kGiB);
     nt_why = "1.4 GiB: 0.10.x counts NCCL / custom all-reduce buffers inside the budget (range 1.0-1.7)";
@@ -344,7 +424,16 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
   if (options.enforce_eager)
     graph_why = "none: --enforce-eager";
-  else if (version.at_least(0, 21)) {
+  else if (rules.measured_overheads) {
+    // 0.26+: the graph pool is measured (gpu_worker.py profile_cudagraph_memory, 0.33) and
+    // small in the published logs (issue #13: none on a 16 GiB RTX 4080, about 0.1 GiB of the
+    // 1.7 GiB overhead at TP 2); 0.1 GiB at TP > 1 or a large MoE, 0 otherwise.
+    const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
+    graphs = static_cast<std::uint64_t>((large ? 0.1 : 0.0) * kGiB);
+    graph_why =
+        large ? "0.1 GiB (range 0-0.5): measured by vLLM at start-up; 0.26+ logs (issue #13)"
+              : "0 (range 0-0.3): measured by vLLM at start-up; 0.26+ logs show none at TP 1 (issue #13)";
+  } else if (version.at_least(0, 21)) {
     const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
     graphs = static_cast<std::uint64_t>((large ? 2.0 : 0.4) * kGiB);
     graph_why = large
@@ -360,6 +449,7 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   out.assumptions.push_back({"CUDA graph memory", gib2(graphs), graph_why});
   out.overhead_bytes = act + nt + graphs;
   const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
+  out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
   if (used >= out.requested_bytes) {
     out.available_bytes = 0;
     out.warnings.push_back("No available memory for the cache blocks: weights " + gib2(weights_per_rank) +
@@ -529,7 +619,8 @@ ReportFigures report_figures(const ReportInputs& in) {
                   " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
                   "memory profiling.");
   else
-    log.push_back("Available KV cache memory: " + fixed2(to_gib(in.available_bytes)) + " GiB");
+    // gpu_worker.py logs the signed difference: negative when the model does not fit.
+    log.push_back("Available KV cache memory: " + fixed2(in.available_gib_signed) + " GiB");
   if (in.fits) {
     log.push_back("GPU KV cache size: " + with_commas(out.kv_tokens) + " tokens");
     log.push_back("Maximum concurrency for " + with_commas(in.max_model_len) +
@@ -557,17 +648,6 @@ namespace {
 
 using namespace engine_detail;
 using namespace vllm;
-
-// Versions whose behaviour differs somewhere in this file (the boundaries used below).
-const std::vector<std::string>& vllm_versions() {
-  static const std::vector<std::string> versions = {"0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2",
-                                                    "0.11.2", "0.12.0", "0.19.0", "0.20.0", "0.21.0",
-                                                    "0.23.1", "0.27.1", "0.28.0"};
-  return versions;
-}
-// The default: the newest release the references name (0.27.1, cliff.md); 0.28 (null-block
-// reservation, release assumed) is opt-in with --engine-version.
-constexpr const char* kNewestVllm = "0.27.1";
 
 class VllmEngine final : public Engine {
  public:
@@ -613,9 +693,13 @@ void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, con
                                std::uint32_t block, bool align_mode, const Layout& layout,
                                PlanResult& result) {
   if (is_mla_model(model)) {
-    result.assumptions.push_back({"block size", std::to_string(block),
-                                  "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
-                                  "forces 128 (vllm/platforms/cuda.py)"});
+    result.assumptions.push_back(
+        {"block size", std::to_string(block),
+         rules_for(resolve_version(options)).mla_flash_attn
+             ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
+               "FlashMLA 64 with an fp8 cache (platforms/cuda.py, mla/flashattn_mla.py)"
+             : "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
+               "forces 128 (vllm/platforms/cuda.py)"});
   } else {
     const bool raised =
         has_recurrent(model) && model.attention_layer_count() > 0 && block != options.block_size.value_or(16);
@@ -636,7 +720,10 @@ void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, con
                            std::to_string(block * per_tok) + " B; the state page is padded to it)");
     if (align_mode)
       result.assumptions.push_back(
-          {"prefix caching with Mamba", "align mode, 2 state pages per request",
+          {"prefix caching with Mamba",
+           options.enable_prefix_caching ? "align mode, 2 state pages per request"
+                                         : "on by default for hybrids (0.28+): align mode, 2 "
+                                           "state pages per request",
            "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
            "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
   }
@@ -673,8 +760,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "vllm";
-  const Version version =
-      parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version, vllm_versions());
+  const Version version = resolve_version(options);
   result.engine_version = version.text;
   const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
   if (v0)
@@ -689,13 +775,24 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   const SchedulerLimits limits = scheduler_limits(version, options, total, gpu, max_model_len);
-  const std::uint64_t max_batched = limits.max_num_batched_tokens;
-  result.assumptions.push_back({"max_num_batched_tokens / max_num_seqs",
-                                std::to_string(max_batched) + " / " + std::to_string(limits.max_num_seqs),
-                                limits.why});
+  const VersionRules rules = rules_for(version);
+  // Sliding-window / chunked-local pages cover max_in_flight_tokens = max_concurrent_batches x
+  // max_num_batched_tokens (config/vllm.py max_in_flight_tokens, 0.26+); 1 x T before.
+  const std::uint64_t batches = max_concurrent_batches(rules, options);
+  const std::uint64_t max_batched =
+      checked_mul(batches, limits.max_num_batched_tokens, "max_in_flight_tokens");
+  if (batches > 1)
+    result.assumptions.push_back({"max_in_flight_tokens", std::to_string(max_batched),
+                                  std::to_string(batches) +
+                                      " concurrent batches x max_num_batched_tokens (async scheduling"
+                                      " / PP; config/vllm.py max_concurrent_batches)"});
+  result.assumptions.push_back(
+      {"max_num_batched_tokens / max_num_seqs",
+       std::to_string(limits.max_num_batched_tokens) + " / " + std::to_string(limits.max_num_seqs),
+       limits.why});
 
   // Stages 1-3: per-layer specs, groups, per-stage projection.
-  const bool align_mode = options.enable_prefix_caching && has_recurrent(model);
+  const bool align_mode = prefix_caching_align(model, options);
   const Layout layout =
       group_kv_cache_specs(layer_cache_specs(model, types, options.tp, block), model.num_layers());
   describe_block_and_layout(model, types, options, block, align_mode, layout, result);
@@ -745,7 +842,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   // Stage 6: the memory check. BlockPool permanently holds one null block; from PR #47272
   // (merged 2026-08, with the auto-fit counterpart #48724; release assumed 0.28) the capacity
   // checks use only the usable blocks: (num_blocks - 1) x bytes per block (kv_cache_utils.py).
-  const bool reserve_null = version.at_least(0, 28);
+  const bool reserve_null = rules.null_block_reserved;
   if (reserve_null)
     result.notes.push_back("one block is held back as the null block in the fits check (PR #47272)");
   auto fits = [&](std::uint64_t len) {
@@ -782,6 +879,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   in.req_pages = pages_for_request(layout, max_model_len, max_batched, align_mode);
   in.block_size = block;
   in.available_bytes = available;
+  in.available_gib_signed = budget.available_gib_signed;
   in.total_gib = total ? to_gib(*total) : 0.0;
   in.util = budget.util;
   in.fits = cap.fits;
@@ -805,13 +903,24 @@ std::unique_ptr<Engine> make_vllm_engine() { return std::make_unique<VllmEngine>
 std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options) {
   if (options.block_size && *options.block_size == 0) throw InputError("--block-size", "is 0; allowed: >= 1");
   if (options.tp == 0) throw InputError("--tp", "is 0; allowed: a positive integer");
+  const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
   const bool mla = vllm::is_mla_model(model);
+  const bool hybrid = vllm::has_recurrent(model) && model.attention_layer_count() > 0;
   std::uint64_t block = options.block_size.value_or(16);  // cache.py: 16 on CUDA
-  // vllm/platforms/cuda.py: FlashMLA needs a multiple of 64 (CUDA default MLA backend on
-  // Hopper), CUTLASS MLA 128 (Blackwell); without a device we assume FlashMLA.
-  if (mla && block % 64 != 0) block = 64;
-  if (!vllm::has_recurrent(model) || model.attention_layer_count() == 0)
-    return static_cast<std::uint32_t>(block);
+  if (mla) {
+    const bool fp8 = options.kv_cache_dtype.rfind("fp8", 0) == 0;
+    if (rules.mla_flash_attn && !fp8 && !hybrid) {
+      // 0.33, Hopper assumed (no device here): FLASH_ATTN_MLA first in platforms/cuda.py,
+      // kernel blocks MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py): the default
+      // 16 and any user multiple of 16 stand; otherwise FlashMLA's 64 (mla/flashmla.py).
+      if (block % 16 != 0) block = 64;
+    } else if (block % 64 != 0) {
+      // Before 0.33, and with an fp8 cache in 0.33: FlashMLA, kernel block 64 only
+      // (mla/flashmla.py get_supported_kernel_block_sizes); CUTLASS MLA 128 on Blackwell.
+      block = 64;
+    }
+  }
+  if (!hybrid) return static_cast<std::uint32_t>(block);
 
   // Hybrid attention + Mamba (HybridAttentionMambaModelConfig.verify_and_update_config,
   // vllm/model_executor/models/config.py; Platform._align_hybrid_block_size in newer trees):
@@ -822,18 +931,27 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   const std::uint64_t attn_1tok = vllm::attn_bytes_per_token_max(model, types, options.tp);
   const std::uint64_t mamba_page = recurrent_state_bytes(*model.recurrent, options.tp).total();
   if (attn_1tok == 0 || mamba_page == 0) return static_cast<std::uint32_t>(block);
-  // FlashAttention/FlashInfer need multiples of 16; MLA kernels 64 (CUTLASS MLA 128).
-  const std::uint64_t align = mla ? 64 : 16;
   std::uint64_t needed = 0;
-  if (options.enable_prefix_caching) {
-    // Prefix caching: chunk = lcm(mamba chunk size, alignment); block = chunk x
-    // ceil(ceil(mamba_page / attn_1tok) / chunk). The chunk size comes from the config's
-    // mamba_chunk_size / chunk_size, 2048 when absent (config/model.py get_mamba_chunk_size);
-    // ModelSpec does not carry it, so 2048 is assumed.
-    const std::uint64_t chunk = std::lcm<std::uint64_t>(2048, align);
+  if (rules.hybrid_prefix_caching) {
+    // 0.28+ (platforms/interface.py _align_hybrid_block_size, read in 0.33): alignment =
+    // max(the backend's smallest kernel block, cache block size), 128 for hybrid MLA; the
+    // same formula with prefix caching ("align" mode adds the Mamba prefill checkpoint
+    // alignment only with the FlashInfer GDN prefill on SM90/SM10x, not modelled here).
+    std::uint64_t align = std::max<std::uint64_t>(16, block);
+    if (mla) align = std::max<std::uint64_t>(align, 128);
+    needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
+    needed = 16 * ceil_div(needed, 16);  // backend_block_alignment: lcm of the kernel minimums
+  } else if (options.enable_prefix_caching) {
+    // Before 0.28, prefix caching "all" mode: chunk = lcm(mamba chunk size, alignment);
+    // block = chunk x ceil(ceil(mamba_page / attn_1tok) / chunk). The chunk size comes from
+    // the config's mamba_chunk_size / chunk_size, 2048 when absent (config/model.py
+    // get_mamba_chunk_size); ModelSpec does not carry it, so 2048 is assumed.
+    const std::uint64_t chunk = std::lcm<std::uint64_t>(2048, mla ? 64 : 16);
     needed = chunk * ceil_div(ceil_div(mamba_page, attn_1tok), chunk);
   } else {
-    // attn_block_size = align x cdiv(mamba_page, align x attn_page_1_token)
+    // attn_block_size = align x cdiv(mamba_page, align x attn_page_1_token); FlashAttention /
+    // FlashInfer need multiples of 16, MLA kernels 64.
+    const std::uint64_t align = mla ? 64 : 16;
     needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
   }
   // Raised only when unset or too small; the Mamba page is then padded to the attention page.

@@ -36,6 +36,30 @@ using engine_detail::Version;
 
 enum class SpecKind { full, sliding, chunked, mla, mamba };
 
+// Which of vLLM's versioned rules apply to a release (docs/reference/engine-versions.md
+// lists each with the file and version it was read in).
+struct VersionRules {
+  bool v0 = false;                     // < 0.8: V0 engine log lines
+  bool in_flight_batches = false;      // >= 0.26: sliding/chunked reserve max_in_flight_tokens
+  bool v2_model_runner = false;        // >= 0.33: Model Runner V2 by default (async with PP: pp + 1 batches)
+  bool large_device_tier = false;      // >= 0.28: >= 160 GiB devices get T 16384 / S 1024 for `vllm serve`
+  bool hybrid_prefix_caching = false;  // >= 0.28: prefix caching on by default for hybrids, align mode
+  bool null_block_reserved = false;    // >= 0.29: the null block is not usable capacity
+  bool mla_flash_attn = false;         // >= 0.33: Hopper MLA picks FLASH_ATTN_MLA (multiple of 16)
+  bool measured_overheads = false;     // >= 0.26: overhead terms fitted to issue #13's logs
+};
+VersionRules rules_for(const Version& version);
+const std::vector<std::string>& vllm_versions();
+// --engine-version, else the newest release (0.33.0). Throws InputError listing the versions.
+Version resolve_version(const EngineOptions& options);
+// Mamba "align" mode: --enable-prefix-caching, or (0.28+) the default for hybrid models unless
+// --no-enable-prefix-caching.
+bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options);
+
+// max_concurrent_batches (config/vllm.py, 0.33): with async scheduling 2 at PP 1; at PP > 1
+// pp + 1 on Model Runner V2, pp on V1; without async scheduling pp.
+std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOptions& options);
+
 // One layer's KV cache spec on one rank (vllm/v1/kv_cache_interface.py).
 struct CacheSpec {
   SpecKind kind = SpecKind::full;
@@ -80,6 +104,7 @@ struct SchedulerLimits {
 // The worker's memory budget (only when profiling or --kv-cache-memory-bytes applies).
 struct MemoryBudget {
   double util = 0.0;                  // gpu_memory_utilization in force
+  double available_gib_signed = 0.0;  // requested - non-KV memory, negative when the model does not fit
   std::uint64_t requested_bytes = 0;  // ceil(total x gpu_memory_utilization); 0 without a total
   std::uint64_t overhead_bytes = 0;   // activation + non-torch + CUDA graphs
   std::uint64_t available_bytes = 0;  // for KV
@@ -161,6 +186,7 @@ struct ReportInputs {
   std::uint64_t req_pages = 0;  // pages one request of max_model_len needs
   std::uint32_t block_size = 0;
   std::uint64_t available_bytes = 0;
+  double available_gib_signed = 0.0;  // what vLLM prints (it can be negative)
   double total_gib = 0.0;
   double util = 0.0;
   bool fits = false;
