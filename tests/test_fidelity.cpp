@@ -52,11 +52,11 @@ TEST(FidelityVllm10517, GpuAndFlagsOnlyPredictTheBudget) {
   o.max_model_len = 20000;
   const auto r = make_engine("vllm")->plan(model, &gpu, o);
   EXPECT_TRUE(within_budget_tolerance(static_cast<double>(r.capacity->available_kv_bytes) / kGiBd, 3.81))
-      << r.capacity->available_kv_bytes / kGiBd;
+      << static_cast<double>(r.capacity->available_kv_bytes) / kGiBd;
   o.max_model_len = 29000;
   const auto r2 = make_engine("vllm")->plan(model, &gpu, o);
   EXPECT_TRUE(within_budget_tolerance(static_cast<double>(r2.capacity->available_kv_bytes) / kGiBd, 2.89))
-      << r2.capacity->available_kv_bytes / kGiBd;
+      << static_cast<double>(r2.capacity->available_kv_bytes) / kGiBd;
 }
 
 // ---------------------------------------------------------------- alvarobartt/hf-mem issue #60
