@@ -93,7 +93,8 @@ TEST(CliPlan, Vllm10517RowReproduces) {
   // 1,478 blocks at 29,000: ceil(29000 / 16) = 1,813 blocks per request > 1,478: no fit.
   // No fit is the check failing: exit 1 (issue #9: exit codes mean the verdict).
   const json k = run_json({"plan", "--model", "llama-3.1-8b", "--gpu", "rtx3090", "--kv-cache-memory-bytes",
-                           std::to_string(1478ull * 16 * 131072), "--max-model-len", "29000", "--format", "json"},
+                           std::to_string(1478ull * 16 * 131072), "--max-model-len", "29000", "--engine-version",
+                           "0.28.0", "--format", "json"},  // before the 0.29 null-block reservation
                           1);
   EXPECT_EQ(k["capacity"]["num_blocks"].get<std::uint64_t>(), 1478u);
   EXPECT_NEAR(k["capacity"]["max_concurrency"].get<double>(), 1478.0 / 1813.0, 1e-3);

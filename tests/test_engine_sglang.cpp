@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "kvsight/budget.hpp"
 #include "engine_fixtures.hpp"
+#include "kvsight/budget.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -88,6 +88,7 @@ TEST(Sglang, HybridCarvesTheStatePoolFirst) {
   o.gpu_memory_bytes = 80 * kGiB;
   o.weights_gib = 15.0;
   o.non_torch_gib = 0.5;
+  o.engine_version = "0.5.2";     // state slots as reported; 0.5.23 below adds one
   o.mem_fraction_static = 0.875;  // rest = 54.5625 GiB as in the test above
   const double rest = 54.5625 * static_cast<double>(kGiB);
   const auto slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / state);
@@ -97,6 +98,10 @@ TEST(Sglang, HybridCarvesTheStatePoolFirst) {
   EXPECT_EQ(r.capacity->available_kv_bytes, kv);
   // cell = 2 layers x 4 heads x 512 x 2 B = 8,192 B
   EXPECT_EQ(r.capacity->kv_tokens, kv / 8192);
+  // 0.5.23: MambaPool holds slots + 1 states, so the attention pool loses one more state.
+  o.engine_version = "0.5.23";
+  const auto kv23 = static_cast<std::uint64_t>(rest - static_cast<double>(slots + 1) * state);
+  EXPECT_EQ(make_engine("sglang")->plan(m, nullptr, o).capacity->available_kv_bytes, kv23);
 }
 
 TEST(Sglang, MlaCellIsTheLatent) {

@@ -6,8 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "kvsight/budget.hpp"
+#include "../planner/src/engines/vllm_stages.hpp"
 #include "engine_fixtures.hpp"
+#include "kvsight/budget.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -43,6 +44,7 @@ TEST(VllmBlockSize, DenseDefaultsTo16AndKeepsUserValue) {
 TEST(VllmBlockSize, MlaForcedTo64UnlessAMultiple) {
   ModelSpec m = deepseek_v3_shape();
   EngineOptions o;
+  o.engine_version = "0.27.1";            // FlashMLA era; 0.33 below
   EXPECT_EQ(vllm_block_size(m, o), 64u);  // FlashMLA: block % 64 != 0 -> 64
   o.block_size = 16;
   EXPECT_EQ(vllm_block_size(m, o), 64u);
@@ -125,6 +127,7 @@ TEST(VllmBlockSize, HybridPrefixCachingRoundsToTheChunk) {
   ModelSpec m = qwen36_27b_shape();
   EngineOptions o;
   o.tp = 2;
+  o.engine_version = "0.27.1";  // the "all" mode formula (before 0.28)
   o.enable_prefix_caching = true;
   EXPECT_EQ(vllm_block_size(m, o), 2048u);
 }
@@ -232,8 +235,9 @@ TEST(VllmAutoFit, MinusOneSearchesTheLargestLength) {
 }
 
 TEST(VllmAutoFit, NewestVersionsHoldBackTheNullBlock) {
-  // From PR #47272 the checks use (num_blocks - 1) blocks: 1477 x 16 = 23,632 tokens.
-  EngineOptions o = base_options("0.28.0");
+  // From PR #47272 the checks use (num_blocks - 1) blocks: 1477 x 16 = 23,632 tokens
+  // (first released in 0.29, issue #13).
+  EngineOptions o = base_options("0.29.0");
   o.max_model_len = -1;
   o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
@@ -664,6 +668,137 @@ TEST(VllmErrors, BadInputsNameTheFlag) {
   o.engine_version = "banana";
   EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
   EXPECT_THROW(make_engine("tgi"), InputError);
+}
+
+// ---------------------------------------------------------------- versioned rules (issue #13)
+
+ModelSpec mistral_sliding() {
+  // Mistral-7B-v0.1 shape: 32 layers, all sliding W = 4096, 8 KV heads x 128, bf16.
+  ModelSpec m = llama31_8b();
+  m.max_position_embeddings = 32768;
+  m.layers.assign(32, attn(LayerKind::sliding_window, 8, 128, 4096));
+  return m;
+}
+
+TEST(VllmVersions, SlidingWindowReservesMaxInFlightTokens) {
+  // No GPU: < 70 GiB tier, API server, T = 2048.
+  EngineOptions o;
+  o.engine_version = "0.23.1";  // 1 x T: ceil(min(4095 + 2048, 32768) / 16) + 1 = 384 + 1 = 385
+  EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 385u);
+  // 0.26+: async scheduling, 2 batches in flight: ceil((4095 + 4096) / 16) + 1 = 512 + 1 = 513
+  o.engine_version = "0.27.1";
+  EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 513u);
+  o.engine_version = "";  // the default, 0.33
+  const PlanResult r = make_engine("vllm")->plan(mistral_sliding(), nullptr, o);
+  EXPECT_EQ(r.engine_version, "0.33.0");
+  EXPECT_EQ(r.kv.blocks_per_sequence, 513u);
+  // --no-async-scheduling: one batch again.
+  o.async_scheduling = false;
+  EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 385u);
+  o.async_scheduling.reset();
+  // PP 2 on 0.33 (Model Runner V2): pp + 1 = 3 batches: ceil((4095 + 6144) / 16) + 1 = 640 + 1 = 641
+  o.pp = 2;
+  EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 641u);
+  // PP 2 on 0.32 (V1 runner, no async with PP): pp = 2 batches -> 513
+  o.engine_version = "0.32.0";
+  EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 513u);
+}
+
+TEST(VllmVersions, LargeDevicesGet16384TokensFrom028) {
+  EngineOptions o;
+  GpuSpec b200;
+  b200.id = "b200";
+  b200.name = "NVIDIA B200";
+  const std::uint64_t total = 178ull * 1024 * kMiB;  // >= 160 GiB
+  auto limits = vllm::scheduler_limits(vllm::resolve_version(o), o, total, &b200, 131072);
+  EXPECT_EQ(limits.max_num_batched_tokens, 16384u);
+  EXPECT_EQ(limits.max_num_seqs, 1024u);
+  o.engine_version = "0.27.1";  // the >= 70 GiB tier: 8192 for the API server
+  limits = vllm::scheduler_limits(vllm::resolve_version(o), o, total, &b200, 131072);
+  EXPECT_EQ(limits.max_num_batched_tokens, 8192u);
+}
+
+TEST(VllmVersions, HybridPrefixCachingIsOnByDefaultFrom028) {
+  // Qwen3.6-27B shape at TP 2, max_model_len 32,768. Align mode keeps the 16-aligned block
+  // 784 (no FlashInfer GDN checkpoint) and 2 state pages per Mamba group:
+  // ceil(32768 / 784) = 42 attention pages + 3 groups x 2 = 48; without prefix caching 42 + 3 = 45.
+  ModelSpec m = qwen36_27b_shape();
+  EngineOptions o;
+  o.tp = 2;
+  o.max_model_len = 32768;
+  EXPECT_EQ(vllm_block_size(m, o), 784u);
+  PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
+  EXPECT_EQ(r.kv.block_size, 784u);
+  EXPECT_EQ(r.kv.blocks_per_sequence, 42u + 3u * 2u);
+  o.disable_prefix_caching = true;
+  EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.blocks_per_sequence, 45u);
+  o.disable_prefix_caching = false;
+  o.engine_version = "0.27.1";  // off by default before 0.28
+  EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.blocks_per_sequence, 45u);
+}
+
+TEST(VllmVersions, NullBlockFrom029Not028) {
+  // 1478 blocks of 2 MiB, auto-fit: 0.28 still uses all 1478 (1478 x 16 = 23,648 tokens).
+  EngineOptions o = base_options("0.28.0");
+  o.max_model_len = -1;
+  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->max_model_len, 23648u);
+  o.engine_version = "0.29.0";  // 1477 x 16 = 23,632
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->max_model_len, 23632u);
+}
+
+TEST(VllmVersions, MlaOnHopperIn033UsesFlashAttnMlaBlocks) {
+  ModelSpec m = deepseek_v3_shape();
+  EngineOptions o;  // 0.33: FLASH_ATTN_MLA, any multiple of 16
+  EXPECT_EQ(vllm_block_size(m, o), 16u);
+  o.block_size = 32;
+  EXPECT_EQ(vllm_block_size(m, o), 32u);
+  o.block_size = 8;  // not a multiple of 16: FlashMLA's 64
+  EXPECT_EQ(vllm_block_size(m, o), 64u);
+  o.block_size.reset();
+  o.kv_cache_dtype = "fp8";  // FlashMLA with an fp8 cache: 64
+  EXPECT_EQ(vllm_block_size(m, o), 64u);
+}
+
+TEST(VllmVersions, OverheadsFittedToRecentLogs) {
+  // Llama-3.1-8B on an H100 (79.19 GiB), 0.33: T 8192, S 1024.
+  // forward 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B; sampler 1024 x 128,256 x 4 B
+  // = 525,336,576 B (smaller); act = forward + 0.15 GiB; non-torch 0.1 GiB at TP 1; graphs 0.
+  GpuSpec gpu;
+  gpu.id = "h100-test";
+  gpu.name = "NVIDIA H100 80GB HBM3";
+  gpu.memory_bytes = static_cast<std::uint64_t>(79.19 * kGiBd);
+  EngineOptions o;
+  o.weights_gib = 14.99;
+  o.max_model_len = 32768;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
+  const double forward = 8192.0 * (3 * 14336 + 4 * 4096) * 2;
+  ASSERT_EQ(forward, 973078528.0);
+  const auto act = static_cast<std::uint64_t>(forward + 0.15 * kGiBd);
+  const auto nt = static_cast<std::uint64_t>(0.1 * kGiBd);
+  EXPECT_EQ(r.capacity->overhead_bytes, act + nt);
+  // TP 2: non-torch 0.55 GiB and 0.1 GiB of graphs; forward halves the MLP term:
+  // 8192 x (3 x 14336 / 2 + 4 x 4096) x 2 = 620,756,992 B; sampler 525,336,576 B is still smaller.
+  o.tp = 2;
+  const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
+  const double forward2 = 8192.0 * (3 * 14336 / 2 + 4 * 4096) * 2;
+  EXPECT_EQ(r2.capacity->overhead_bytes, static_cast<std::uint64_t>(forward2 + 0.15 * kGiBd) +
+                                             static_cast<std::uint64_t>(0.55 * kGiBd) +
+                                             static_cast<std::uint64_t>(0.1 * kGiBd));
+}
+
+TEST(VllmVersions, NegativeAvailableMemoryIsPrintedSigned) {
+  // 24 GiB x 0.92 = 22.08 GiB requested; weights 24 + overheads 1.5 = 25.5 GiB -> -3.42 GiB.
+  EngineOptions o;
+  o.gpu_memory_bytes = 24ull * 1024 * kMiB;
+  o.weights_gib = 24.0;
+  o.activation_gib = 1.0;
+  o.non_torch_gib = 0.5;
+  o.cuda_graph_gib = 0.0;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  EXPECT_EQ(r.capacity->available_kv_bytes, 0u);
+  EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: -3.42 GiB"), std::string::npos)
+      << joined(r.engine_log);
 }
 
 TEST(EngineRegistry, ListsTheEngines) {

@@ -38,6 +38,8 @@ struct EngineOptions {
   bool enforce_eager = false;         // no CUDA graphs -> no graph memory estimate
   bool enable_prefix_caching = false;  // hybrid "align" mode keeps +1 state page
   bool api_server = true;             // `vllm serve` defaults (vs offline LLM class)
+  bool disable_prefix_caching = false;  // --no-enable-prefix-caching (hybrid default is on from 0.28)
+  std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
   // SGLang
   std::optional<double> mem_fraction_static;
   // TensorRT-LLM

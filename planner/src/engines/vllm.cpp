@@ -1,4 +1,5 @@
-// vLLM (V1 engine; V0 log lines for versions before 0.8) KV-cache budget.
+// vLLM (V1 engine; V0 log lines for versions before 0.8) KV-cache budget, in vLLM's own
+// stages (vllm_stages.hpp lists them with the vLLM function each follows).
 //
 // Sources, read for this file (vllm-project/vllm):
 //   vllm/v1/worker/gpu_worker.py        requested = total x gpu_memory_utilization; available =
@@ -17,6 +18,7 @@
 // max_concurrency x max_model_len), #10517 (V0 figures used by the tests), #30515 (CUDA-graph estimate).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <string>
@@ -25,73 +27,27 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
+#include "vllm_stages.hpp"
 
 namespace kvsight {
-namespace {
+namespace vllm {
 
 using namespace engine_detail;
 
-// Versions whose behaviour differs somewhere in this file (the boundaries used below).
-const std::vector<std::string>& vllm_versions() {
-  static const std::vector<std::string> versions = {"0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2",
-                                                    "0.11.2", "0.12.0", "0.19.0", "0.20.0", "0.21.0",
-                                                    "0.23.1", "0.27.1", "0.28.0"};
-  return versions;
+bool is_mla_model(const ModelSpec& model) {
+  return std::any_of(model.layers.begin(), model.layers.end(),
+                     [](const LayerSpec& l) { return l.kind == LayerKind::mla; });
 }
-// The default: the newest release the references name (0.27.1, cliff.md); 0.28 (null-block
-// reservation, release assumed) is opt-in with --engine-version.
-constexpr const char* kNewestVllm = "0.27.1";
 
-enum class SpecKind { full, sliding, chunked, mla, mamba };
+std::uint64_t attn_bytes_per_token_max(const ModelSpec& model, const KvTypes& types, std::uint32_t tp) {
+  std::uint64_t best = 0;
+  for (const LayerSpec& l : model.layers)
+    if (l.allocates_kv()) best = std::max(best, layer_kv_bytes_per_token(l, types, tp));
+  return best;
+}
 
-// One layer's KV cache spec on one rank (vllm/v1/kv_cache_interface.py).
-struct CacheSpec {
-  SpecKind kind = SpecKind::full;
-  std::uint64_t bytes_per_token = 0;  // attention: one token, one layer, one rank
-  std::uint64_t window = 0;           // sliding window W / attention chunk C
-  std::uint64_t block_size = 0;       // tokens per block (0 for Mamba: one page per request)
-  std::uint64_t page_bytes = 0;       // after padding / unification
-  bool operator==(const CacheSpec&) const = default;
-};
-
-struct Group {
-  CacheSpec spec;
-  std::vector<std::uint32_t> layers;  // model layer indices
-};
-
-struct Layout {
-  std::vector<Group> groups;
-  bool uniform_type = false;  // one group whose layers have different pages (UniformTypeKVCacheSpecs)
-  std::vector<std::uint64_t> layer_page;  // per model layer (uniform_type), 0 = no KV
-  std::uint32_t group_size = 0;
-  std::uint32_t padding_layers = 0;
-};
-
-// KV per request of one group's spec at length `len`, in pages
-// (kv_cache_interface.py max_memory_usage_bytes / page_size_bytes).
-std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint64_t max_batched,
-                                bool align_mode) {
-  switch (s.kind) {
-    case SpecKind::full:
-    case SpecKind::mla:
-      return ceil_div(len, s.block_size);
-    case SpecKind::sliding: {
-      // SlidingWindowSpec: min(W - 1 + max_num_batched_tokens, max_model_len) tokens, + 1 block
-      // because the window may start mid-block.
-      const std::uint64_t tokens = std::min(checked_add(s.window - 1, max_batched, "sliding tokens"), len);
-      return ceil_div(tokens, s.block_size) + 1;
-    }
-    case SpecKind::chunked: {
-      // ChunkedLocalAttentionSpec: min(C + max_num_batched_tokens, max_model_len) tokens.
-      const std::uint64_t tokens = std::min(checked_add(s.window, max_batched, "chunked tokens"), len);
-      return ceil_div(tokens, s.block_size);
-    }
-    case SpecKind::mamba:
-      // MambaSpec: one state page per request; prefix caching "align" mode keeps 2
-      // (formulas.md "Recurrent layers").
-      return align_mode ? 2 : 1;
-  }
-  return 0;
+bool has_recurrent(const ModelSpec& model) {
+  return model.recurrent && model.count(LayerKind::recurrent) > 0;
 }
 
 std::string_view spec_name(SpecKind kind) {
@@ -110,30 +66,77 @@ std::string_view spec_name(SpecKind kind) {
   return "";
 }
 
-bool is_mla_model(const ModelSpec& model) {
-  return std::any_of(model.layers.begin(), model.layers.end(),
-                     [](const LayerSpec& l) { return l.kind == LayerKind::mla; });
+// ---------------------------------------------------------------- versioned rules
+
+// Versions whose behaviour differs somewhere in this file (the boundaries used below).
+const std::vector<std::string>& vllm_versions() {
+  static const std::vector<std::string> versions = {
+      "0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2", "0.12.0", "0.19.0", "0.20.0",
+      "0.21.0", "0.23.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.32.0", "0.33.0"};
+  return versions;
+}
+// The default: the newest release, whose wheel was read for this file (0.33.0, issue #13).
+constexpr const char* kNewestVllm = "0.33.0";
+
+Version resolve_version(const EngineOptions& options) {
+  return parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
+                       vllm_versions());
 }
 
-std::uint64_t attn_bytes_per_token_max(const ModelSpec& model, const KvTypes& types, std::uint32_t tp) {
-  std::uint64_t best = 0;
-  for (const LayerSpec& l : model.layers)
-    if (l.allocates_kv()) best = std::max(best, layer_kv_bytes_per_token(l, types, tp));
-  return best;
+bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options) {
+  if (!has_recurrent(model) || options.disable_prefix_caching) return false;
+  if (options.enable_prefix_caching) return true;
+  // 0.28+: on by default for hybrids (rules_for), so Mamba layers run in "align" mode.
+  return rules_for(resolve_version(options)).hybrid_prefix_caching && model.attention_layer_count() > 0;
 }
 
-bool has_recurrent(const ModelSpec& model) {
-  return model.recurrent && model.count(LayerKind::recurrent) > 0;
+VersionRules rules_for(const Version& v) {
+  VersionRules r;
+  r.v0 = !v.at_least(0, 8);  // V1 became the default engine in 0.8.0
+  // kv_cache_interface.py SlidingWindowSpec / ChunkedLocalAttentionSpec
+  // max_admission_blocks_per_request take VllmConfig.max_in_flight_tokens (read in 0.33;
+  // from 0.26 per issue #13's comparison against the wheels).
+  r.in_flight_batches = v.at_least(0, 26);
+  // config/vllm.py use_v2_model_runner: True unless a feature is unsupported (0.33).
+  r.v2_model_runner = v.at_least(0, 33);
+  // engine/arg_utils.py get_batch_defaults: device_memory >= 160 GiB tier (0.33; from 0.28, issue #13).
+  r.large_device_tier = v.at_least(0, 28);
+  // engine/arg_utils.py: enable_prefix_caching defaults to model_config.is_prefix_caching_supported,
+  // true for hybrids; models/config.py MambaModelConfig then sets mamba_cache_mode "align"
+  // (0.33; from 0.28, issue #13).
+  r.hybrid_prefix_caching = v.at_least(0, 28);
+  // PR #47272 / #48724: the capacity checks leave out the null block; first released in 0.29
+  // (issue #13), not 0.28 as assumed before.
+  r.null_block_reserved = v.at_least(0, 29);
+  // platforms/cuda.py _get_backend_priorities (0.33): SM 9.x lists FLASH_ATTN_MLA first, whose
+  // get_supported_kernel_block_sizes is MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py).
+  r.mla_flash_attn = v.at_least(0, 33);
+  r.measured_overheads = v.at_least(0, 26);
+  return r;
 }
 
-// Builds every layer's spec and vLLM's KV cache groups (kv_cache_utils.py get_kv_cache_groups).
-Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOptions& options,
-                    std::uint32_t attn_block) {
-  std::vector<std::pair<std::uint32_t, CacheSpec>> specs;
+std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOptions& options) {
+  if (!rules.in_flight_batches) return 1;
+  const std::uint64_t pp = options.pp;
+  // Async scheduling is on by default (config/vllm.py, "Enable async scheduling unless there
+  // is an incompatible option"); the V1 runner turns it off with PP > 1.
+  const bool async = options.async_scheduling.value_or(rules.v2_model_runner || pp <= 1);
+  if (async) {
+    if (rules.v2_model_runner) return pp + 1;
+    if (pp <= 1) return 2;
+  }
+  return pp;
+}
+
+// ---------------------------------------------------------------- 1. per-layer spec
+
+std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
+                                              std::uint32_t attn_block) {
+  std::vector<LayerCacheSpec> specs;
   const std::uint64_t state_page =
-      has_recurrent(model) ? recurrent_state_bytes(*model.recurrent, options.tp).total() : 0;
+      has_recurrent(model) ? recurrent_state_bytes(*model.recurrent, tp).total() : 0;
   const std::uint64_t attn_page_max =
-      checked_mul(attn_block, attn_bytes_per_token_max(model, types, options.tp), "attention page");
+      checked_mul(attn_block, attn_bytes_per_token_max(model, types, tp), "attention page");
   for (std::uint32_t i = 0; i < model.num_layers(); ++i) {
     const LayerSpec& l = model.layers[i];
     CacheSpec s;
@@ -163,7 +166,7 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
       // (mamba_page_size_padded) once the attention block is raised to cover it.
       s.page_bytes = attn_page_max > 0 ? std::max(state_page, attn_page_max) : state_page;
     } else {
-      s.bytes_per_token = layer_kv_bytes_per_token(l, types, options.tp);
+      s.bytes_per_token = layer_kv_bytes_per_token(l, types, tp);
       s.window = (s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) ? l.window : 0;
       if ((s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) && s.window == 0)
         throw InputError("layers[" + std::to_string(i) + "].window",
@@ -171,28 +174,34 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
       s.block_size = attn_block;
       s.page_bytes = checked_mul(attn_block, s.bytes_per_token, "page bytes");
     }
-    specs.emplace_back(i, s);
+    specs.push_back({i, s});
   }
+  return specs;
+}
+
+// ---------------------------------------------------------------- 2. grouping
+
+Layout group_kv_cache_specs(std::vector<LayerCacheSpec> specs, std::uint32_t num_layers) {
   Layout out;
-  out.layer_page.assign(model.num_layers(), 0);
+  out.layer_page.assign(num_layers, 0);
   if (specs.empty()) return out;
 
-  // 1. Every layer the same spec: one group (_get_kv_cache_groups_uniform_spec).
-  const bool uniform_spec = std::all_of(specs.begin(), specs.end(),
-                                        [&](const auto& p) { return p.second == specs.front().second; });
-  // 2. Same kind, window and block size but different per-token bytes: one group
+  // a. Every layer the same spec: one group (_get_kv_cache_groups_uniform_spec).
+  const bool uniform_spec = std::all_of(
+      specs.begin(), specs.end(), [&](const LayerCacheSpec& p) { return p.spec == specs.front().spec; });
+  // b. Same kind, window and block size but different per-token bytes: one group
   //    (UniformTypeKVCacheSpecs: every layer needs the same number of token slots).
-  const bool uniform_type = std::all_of(specs.begin(), specs.end(), [&](const auto& p) {
-    const CacheSpec& a = p.second;
-    const CacheSpec& b = specs.front().second;
+  const bool uniform_type = std::all_of(specs.begin(), specs.end(), [&](const LayerCacheSpec& p) {
+    const CacheSpec& a = p.spec;
+    const CacheSpec& b = specs.front().spec;
     return a.kind == b.kind && a.kind != SpecKind::mamba && a.window == b.window &&
            a.block_size == b.block_size;
   });
   if (uniform_spec || uniform_type) {
-    Group g{specs.front().second, {}};
-    for (const auto& [index, s] : specs) {
-      g.layers.push_back(index);
-      out.layer_page[index] = s.page_bytes;
+    Group g{specs.front().spec, {}};
+    for (const LayerCacheSpec& p : specs) {
+      g.layers.push_back(p.layer);
+      out.layer_page[p.layer] = p.spec.page_bytes;
     }
     out.uniform_type = !uniform_spec;
     out.group_size = static_cast<std::uint32_t>(g.layers.size());
@@ -200,29 +209,27 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
     return out;
   }
 
-  // 3. _unify_kv_cache_spec_page_size: raise the block size of smaller attention pages
+  // c. _unify_kv_cache_spec_page_size: raise the block size of smaller attention pages
   //    that divide the largest; pad Mamba pages (and, in newer trees, non-MLA attention
   //    pages that do not divide it) to the largest.
   std::uint64_t max_page = 0;
-  for (const auto& p : specs) max_page = std::max(max_page, p.second.page_bytes);
-  for (auto& [index, s] : specs) {
+  for (const LayerCacheSpec& p : specs) max_page = std::max(max_page, p.spec.page_bytes);
+  for (LayerCacheSpec& p : specs) {
+    CacheSpec& s = p.spec;
     if (s.page_bytes == max_page) continue;
     if (s.kind != SpecKind::mamba && max_page % s.page_bytes == 0) s.block_size *= max_page / s.page_bytes;
     s.page_bytes = max_page;
   }
-  // 4. _get_kv_cache_groups_uniform_page_size: bucket layers by spec (first appearance),
+  // d. _get_kv_cache_groups_uniform_page_size: bucket layers by spec (first appearance),
   //    group_size = the smallest bucket, or the largest when max < 1.5 x min; each bucket
   //    fills ceil(n / group_size) groups, layers[i::num_groups] to group i.
   std::vector<std::pair<CacheSpec, std::vector<std::uint32_t>>> buckets;
-  for (const auto& [index, s] : specs) {
-    // A named reference, not the binding itself, goes into the lambda: clang
-    // before 16 cannot capture a structured binding (P1091R3).
-    const CacheSpec& spec = s;
-    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const auto& b) { return b.first == spec; });
+  for (const LayerCacheSpec& p : specs) {
+    auto it = std::find_if(buckets.begin(), buckets.end(), [&](const auto& b) { return b.first == p.spec; });
     if (it == buckets.end())
-      buckets.push_back({spec, {index}});
+      buckets.push_back({p.spec, {p.layer}});
     else
-      it->second.push_back(index);
+      it->second.push_back(p.layer);
   }
   std::size_t min_n = buckets.front().second.size(), max_n = min_n;
   for (const auto& b : buckets) {
@@ -241,9 +248,11 @@ Layout build_layout(const ModelSpec& model, const KvTypes& types, const EngineOp
       out.groups.push_back(std::move(group));
     }
   }
-  for (const auto& [index, s] : specs) out.layer_page[index] = s.page_bytes;
+  for (const LayerCacheSpec& p : specs) out.layer_page[p.layer] = p.spec.page_bytes;
   return out;
 }
+
+// ---------------------------------------------------------------- 3. per-stage projection
 
 // Bytes one block id costs on one pipeline stage: the uniform page times the most
 // layers any group has on that stage (the layers share group_size memory pools), or
@@ -266,6 +275,219 @@ std::uint64_t bytes_per_block(const Layout& layout, const std::vector<std::uint3
                                : checked_mul(most, layout.groups.front().spec.page_bytes, "bytes per block");
 }
 
+std::vector<StageProjection> project_stages(const Layout& layout, std::uint32_t num_layers,
+                                            std::uint32_t pp) {
+  std::vector<StageProjection> stages(pp);
+  for (std::uint32_t s = 0; s < pp; ++s) {
+    stages[s].layers = pp_stage_layers(num_layers, pp, s);
+    stages[s].block_bytes = bytes_per_block(layout, stages[s].layers);
+  }
+  return stages;
+}
+
+// ---------------------------------------------------------------- scheduler defaults
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+}  // namespace
+
+SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& options,
+                                 std::optional<std::uint64_t> total_bytes, const GpuSpec* gpu,
+                                 std::uint64_t max_model_len) {
+  // Scheduler defaults (overheads.md "Scheduler defaults"; arg_utils.py get_batch_defaults).
+  const bool v0 = !version.at_least(0, 8);
+  const double total_gib = total_bytes ? to_gib(*total_bytes) : 0.0;
+  const std::string gpu_name = gpu ? lower(gpu->name + " " + gpu->id) : "";
+  const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos;
+  // >= 160 GiB (B200/B300, MI300X/MI325X): 16384 / 1024 for both usage contexts
+  // (arg_utils.py get_batch_defaults, read in 0.33; rules_for).
+  const bool large_device = rules_for(version).large_device_tier && total_gib >= 160.0;
+  SchedulerLimits out;
+  if (v0) {
+    // V0 without chunked prefill: max(max_model_len, 2048) tokens, 256 sequences.
+    out.max_num_batched_tokens = std::max<std::uint64_t>(max_model_len, 2048);
+    out.max_num_seqs = 256;
+    out.why = "V0 defaults: max(max_model_len, 2048) tokens, 256 sequences";
+  } else if (large_device) {
+    out.max_num_batched_tokens = 16384;
+    out.max_num_seqs = 1024;
+    out.why = ">= 160 GiB device (arg_utils.py get_batch_defaults, 0.28+)";
+  } else {
+    out.max_num_batched_tokens = options.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
+    out.max_num_seqs = big_gpu ? 1024 : 256;
+    out.why = std::string(big_gpu ? ">= 70 GiB and not an A100" : "< 70 GiB or an A100") + ", " +
+              (options.api_server ? "API server" : "offline LLM class") +
+              " (arg_utils.py get_batch_defaults)";
+  }
+  if (options.max_num_batched_tokens) {
+    if (*options.max_num_batched_tokens == 0)
+      throw InputError("--max-num-batched-tokens", "is 0; allowed: >= 1");
+    out.max_num_batched_tokens = *options.max_num_batched_tokens;
+    out.why = "given";
+  }
+  if (options.max_num_seqs) {
+    if (*options.max_num_seqs == 0) throw InputError("--max-num-seqs", "is 0; allowed: >= 1");
+    out.max_num_seqs = *options.max_num_seqs;
+  }
+  // vllm/config/scheduler.py: T = min(S x max_model_len, T); S = min(S, T).
+  out.max_num_batched_tokens =
+      std::min(out.max_num_batched_tokens,
+               checked_mul(out.max_num_seqs, max_model_len, "max_num_seqs x max_model_len"));
+  out.max_num_seqs = std::min(out.max_num_seqs, out.max_num_batched_tokens);
+  return out;
+}
+
+// ---------------------------------------------------------------- memory budget (worker)
+
+MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const EngineOptions& options,
+                           std::optional<std::uint64_t> total_bytes, std::uint64_t weights_per_rank,
+                           const SchedulerLimits& limits) {
+  MemoryBudget out;
+  const double util = out.util =
+      options.gpu_memory_utilization
+          ? check_fraction(*options.gpu_memory_utilization, "--gpu-memory-utilization")
+          : (version.at_least(0, 12) ? 0.92 : 0.90);  // 0.90 through 0.11.x (cache.py)
+  if (total_bytes)
+    out.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total_bytes) * util));
+  if (options.kv_cache_memory_bytes) {
+    // --kv-cache-memory-bytes skips the profiling arithmetic (gpu_worker.py).
+    out.available_bytes = *options.kv_cache_memory_bytes;
+    out.available_gib_signed = to_gib(out.available_bytes);
+    out.assumptions.push_back(
+        {"KV cache memory", gib2(out.available_bytes) + " (" + std::to_string(out.available_bytes) + " B)",
+         "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
+    if (!version.at_least(0, 11))
+      out.notes.push_back("--kv-cache-memory-bytes appeared in vLLM 0.11; applied here as the KV budget");
+    return out;
+  }
+  out.assumptions.push_back(
+      {"gpu_memory_utilization", fixed2(util),
+       options.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
+  const std::uint64_t max_batched = limits.max_num_batched_tokens;
+  const std::uint64_t max_seqs = limits.max_num_seqs;
+  // Runtime overhead estimate (overheads.md "An estimate that fits published logs").
+  const double T = static_cast<double>(max_batched);
+  const double tp = static_cast<double>(options.tp);
+  const double H = static_cast<double>(model.hidden_size);
+  const double I = static_cast<double>(model.intermediate_size);
+  double fwd = T * (3.0 * I / tp + 4.0 * H) * 2.0;  // dense MLP peak + hidden/residual, 2 B
+  if (model.moe.is_moe()) {
+    const double I_moe = static_cast<double>(model.moe.moe_intermediate_size);
+    const double I_shared = model.moe.shared_expert_intermediate_size > 0
+                                ? static_cast<double>(model.moe.shared_expert_intermediate_size)
+                                : static_cast<double>(model.moe.num_shared_experts) * I_moe;
+    const double topk = static_cast<double>(model.moe.experts_per_token);
+    const double moe =
+        T * (topk * (std::max(2.0 * I_moe / tp, H) + I_moe / tp) + 3.0 * I_shared / tp + 4.0 * H) * 2.0;
+    const bool has_dense = model.moe.first_k_dense_layers > 0 || model.moe.moe_layer_frequency > 1;
+    fwd = has_dense ? std::max(fwd, moe) : moe;
+  }
+  // Dummy sampler over min(S, T) rows of full-vocabulary logits: about 38 B per element
+  // on the PyTorch sort path (10 with the FlashInfer sampler). From 0.26 the published logs
+  // (issue #13: Qwen3-32B TP 2 at 1.7 GiB real non-KV overhead where 38 B gave 5.5 GiB of
+  // sampler alone) leave room only for the fp32 logits rows: 4 B per element.
+  const VersionRules rules = rules_for(version);
+  const double sampler_bytes = rules.measured_overheads ? 4.0 : 38.0;
+  const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
+                      static_cast<double>(model.vocab_size) * sampler_bytes;
+  std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
+  std::string act_why = "max(forward " + fixed2(fwd / kGiB) + " GiB = T x (3I/TP + 4H) x 2 B" +
+                        std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
+                        fixed2(samp / kGiB) + " GiB = min(S,T) x V x " + fixed2(sampler_bytes) +
+                        " B) + 0.15 GiB; sampler range 4-38 B";
+  if (options.activation_gib) {
+    act = gib_to_bytes(*options.activation_gib, "--activation-gib");
+    act_why = "given";
+  }
+  std::uint64_t nt = static_cast<std::uint64_t>((options.tp == 1 ? 0.1 : 0.25) * kGiB);
+  std::string nt_why = options.tp == 1
+                           ? "0.1 GiB at TP 1 (range 0.05-0.2)"
+                           : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
+  if (options.tp > 1 && rules.measured_overheads) {
+    // issue #13: NCCL / non-torch memory over NVLink at TP 2-4 is about 0.55 GiB in 0.26+ logs.
+    nt = static_cast<std::uint64_t>(0.55 * kGiB);
+    nt_why = "0.55 GiB at TP > 1 (0.26+ logs, issue #13; range 0.25-0.8)";
+  }
+  if (options.tp > 1 && version.major == 0 && version.minor == 10) {
+    nt = static_cast<std::uint64_t>(1.4 * kGiB);
+    nt_why = "1.4 GiB: 0.10.x counts NCCL / custom all-reduce buffers inside the budget (range 1.0-1.7)";
+  }
+  if (options.non_torch_gib) {
+    nt = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+    nt_why = "given";
+  }
+  std::uint64_t graphs = 0;
+  std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
+  if (options.enforce_eager)
+    graph_why = "none: --enforce-eager";
+  else if (rules.measured_overheads) {
+    // 0.26+: the graph pool is measured (gpu_worker.py profile_cudagraph_memory, 0.33) and
+    // small in the published logs (issue #13: none on a 16 GiB RTX 4080, about 0.1 GiB of the
+    // 1.7 GiB overhead at TP 2); 0.1 GiB at TP > 1 or a large MoE, 0 otherwise.
+    const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
+    graphs = static_cast<std::uint64_t>((large ? 0.1 : 0.0) * kGiB);
+    graph_why =
+        large ? "0.1 GiB (range 0-0.5): measured by vLLM at start-up; 0.26+ logs (issue #13)"
+              : "0 (range 0-0.3): measured by vLLM at start-up; 0.26+ logs show none at TP 1 (issue #13)";
+  } else if (version.at_least(0, 21)) {
+    const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
+    graphs = static_cast<std::uint64_t>((large ? 2.0 : 0.4) * kGiB);
+    graph_why = large
+                    ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
+                    : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
+  }
+  if (options.cuda_graph_gib) {
+    graphs = gib_to_bytes(*options.cuda_graph_gib, "--cuda-graph-gib");
+    graph_why = "given";
+  }
+  out.assumptions.push_back({"activation peak", gib2(act), act_why});
+  out.assumptions.push_back({"non-torch memory", gib2(nt), nt_why});
+  out.assumptions.push_back({"CUDA graph memory", gib2(graphs), graph_why});
+  out.overhead_bytes = act + nt + graphs;
+  const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
+  out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
+  if (used >= out.requested_bytes) {
+    out.available_bytes = 0;
+    out.warnings.push_back("No available memory for the cache blocks: weights " + gib2(weights_per_rank) +
+                           " + overheads " + gib2(out.overhead_bytes) + " >= requested " +
+                           gib2(out.requested_bytes) + ". Try increasing `gpu_memory_utilization`");
+  } else {
+    out.available_bytes = out.requested_bytes - used;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- pages per request
+
+std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint64_t max_batched,
+                                bool align_mode) {
+  switch (s.kind) {
+    case SpecKind::full:
+    case SpecKind::mla:
+      return ceil_div(len, s.block_size);
+    case SpecKind::sliding: {
+      // SlidingWindowSpec: min(W - 1 + max_num_batched_tokens, max_model_len) tokens, + 1 block
+      // because the window may start mid-block.
+      const std::uint64_t tokens = std::min(checked_add(s.window - 1, max_batched, "sliding tokens"), len);
+      return ceil_div(tokens, s.block_size) + 1;
+    }
+    case SpecKind::chunked: {
+      // ChunkedLocalAttentionSpec: min(C + max_num_batched_tokens, max_model_len) tokens.
+      const std::uint64_t tokens = std::min(checked_add(s.window, max_batched, "chunked tokens"), len);
+      return ceil_div(tokens, s.block_size);
+    }
+    case SpecKind::mamba:
+      // MambaSpec: one state page per request; prefix caching "align" mode keeps 2
+      // (formulas.md "Recurrent layers").
+      return align_mode ? 2 : 1;
+  }
+  return 0;
+}
+
 std::uint64_t pages_for_request(const Layout& layout, std::uint64_t len, std::uint64_t max_batched,
                                 bool align) {
   std::uint64_t pages = 0;
@@ -274,11 +496,158 @@ std::uint64_t pages_for_request(const Layout& layout, std::uint64_t len, std::ui
   return pages;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
+// ---------------------------------------------------------------- 4, 5. blocks
+
+std::uint64_t blocks_for_memory(std::uint64_t available_bytes, std::uint64_t block_bytes) {
+  return block_bytes == 0 ? 0 : available_bytes / block_bytes;
 }
+
+BlockPool min_blocks_over_workers(const std::vector<StageProjection>& stages, std::uint64_t available_bytes,
+                                  std::uint32_t tp) {
+  // num_blocks per stage, then the minimum over ranks (get_kv_cache_configs).
+  BlockPool pool;
+  bool first = true;
+  for (std::uint32_t s = 0; s < stages.size(); ++s) {
+    if (stages[s].block_bytes == 0) continue;
+    const std::uint64_t n = blocks_for_memory(available_bytes, stages[s].block_bytes);
+    if (first || n < pool.num_blocks) {
+      pool.num_blocks = n;
+      pool.page_bytes = stages[s].block_bytes;
+      pool.limiting_rank = s * tp;
+      first = false;
+    }
+  }
+  return pool;
+}
+
+// ---------------------------------------------------------------- 6. memory check
+
+bool enough_kv_memory(const Layout& layout, const std::vector<StageProjection>& stages,
+                      std::uint64_t available_bytes, std::uint64_t len, std::uint64_t max_batched,
+                      bool align_mode, bool reserve_null) {
+  for (const StageProjection& st : stages) {
+    if (st.block_bytes == 0) continue;
+    const std::uint64_t need = checked_mul(pages_for_request(layout, len, max_batched, align_mode),
+                                           st.block_bytes, "kv bytes needed");
+    std::uint64_t room = available_bytes;
+    if (reserve_null) {
+      const std::uint64_t blocks = available_bytes / st.block_bytes;
+      room = (blocks > 0 ? blocks - 1 : 0) * st.block_bytes;
+    }
+    if (need > room) return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- 7. max-length search
+
+std::uint64_t estimate_max_model_len(const std::function<bool(std::uint64_t)>& fits, std::uint64_t upper) {
+  // Binary search of _estimate_max_model_len over [1, upper].
+  if (upper == 0 || !fits(1)) return 0;
+  std::uint64_t lo = 1, hi = upper, largest = 1;
+  while (lo <= hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) {
+      largest = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return largest;
+}
+
+// ---------------------------------------------------------------- 8. report
+
+ReportFigures report_figures(const ReportInputs& in) {
+  const Version& version = *in.version;
+  const Layout& layout = *in.layout;
+  const BlockPool& pool = *in.pool;
+  const bool v0 = !version.at_least(0, 8);
+  ReportFigures out;
+  std::uint32_t min_block = in.block_size;
+  for (const Group& g : layout.groups)
+    if (g.spec.block_size > 0)
+      min_block = std::min<std::uint32_t>(min_block, static_cast<std::uint32_t>(g.spec.block_size));
+
+  if (v0) {
+    // V0 executor: concurrency = num_gpu_blocks x block_size / max_model_len.
+    out.max_concurrency =
+        static_cast<double>(pool.num_blocks) * in.block_size / static_cast<double>(in.max_model_len);
+    out.kv_tokens = pool.num_blocks * in.block_size;
+  } else {
+    out.max_concurrency =
+        in.req_pages > 0 ? static_cast<double>(pool.num_blocks) / static_cast<double>(in.req_pages) : 0.0;
+    if (version.at_least(0, 20)) {
+      // PR #40694 (after issue #40691 on 0.19.0): tokens = max_concurrency x max_model_len.
+      out.kv_tokens = static_cast<std::uint64_t>(out.max_concurrency * static_cast<double>(in.max_model_len));
+    } else if (layout.groups.size() <= 1) {
+      // A Mamba-only model's block holds a whole request: MambaSpec.block_size = max_model_len.
+      const std::uint64_t tokens_per_block = layout.groups.empty() ? in.block_size
+                                             : layout.groups.front().spec.kind == SpecKind::mamba
+                                                 ? in.max_model_len
+                                                 : layout.groups.front().spec.block_size;
+      out.kv_tokens = checked_mul(pool.num_blocks, tokens_per_block, "kv tokens");
+    } else {
+      // num_blocks // len(kv_cache_groups) x min block size (0.9 - 0.19).
+      out.kv_tokens = pool.num_blocks / layout.groups.size() * min_block;
+    }
+  }
+
+  // The engine's own log lines.
+  std::vector<std::string>& log = out.engine_log;
+  if (v0) {
+    log.push_back("Memory profiling results: total_gpu_memory=" + fixed2(in.total_gib) + "GiB ... " +
+                  "kv_cache_size=" + fixed2(to_gib(in.available_bytes)) +
+                  "GiB gpu_memory_utilization=" + fixed2(in.util));
+    // CPU blocks: swap_space 4 GiB // cache block bytes (V0 CacheEngine.get_cache_block_size).
+    const std::uint64_t cpu_blocks = pool.page_bytes > 0 ? (4 * kGiBBytes) / pool.page_bytes : 0;
+    log.push_back("# GPU blocks: " + std::to_string(pool.num_blocks) +
+                  ", # CPU blocks: " + std::to_string(cpu_blocks));
+    log.push_back("Maximum concurrency for " + std::to_string(in.max_model_len) +
+                  " tokens per request: " + fixed2(out.max_concurrency) + "x");
+    if (!in.fits)
+      log.push_back("The model's max seq len (" + std::to_string(in.max_model_len) +
+                    ") is larger than the maximum number of tokens that can be stored in KV cache (" +
+                    std::to_string(out.kv_tokens) +
+                    "). Try increasing `gpu_memory_utilization` or "
+                    "decreasing `max_model_len` when initializing the engine.");
+    return out;
+  }
+  if (in.kv_cache_memory_given)
+    log.push_back("Initial free memory ... GiB, reserved " + fixed2(to_gib(in.available_bytes)) +
+                  " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
+                  "memory profiling.");
+  else
+    // gpu_worker.py logs the signed difference: negative when the model does not fit.
+    log.push_back("Available KV cache memory: " + fixed2(in.available_gib_signed) + " GiB");
+  if (in.fits) {
+    log.push_back("GPU KV cache size: " + with_commas(out.kv_tokens) + " tokens");
+    log.push_back("Maximum concurrency for " + with_commas(in.max_model_len) +
+                  " tokens per request: " + fixed2(out.max_concurrency) + "x");
+  } else {
+    const std::uint64_t need = checked_mul(in.req_pages, pool.page_bytes, "kv bytes needed");
+    log.push_back(
+        "ValueError: To serve at least one request with the model's max seq len (" +
+        std::to_string(in.max_model_len) + "), (" + fixed2(to_gib(need)) +
+        " GiB KV cache is needed, which is larger than the available KV cache "
+        "memory (" +
+        fixed2(to_gib(in.available_bytes)) + " GiB). " +
+        (in.largest > 0 ? "Based on the available memory, the estimated maximum model length is " +
+                              std::to_string(in.largest) + ". "
+                        : std::string()) +
+        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
+        "engine.");
+  }
+  return out;
+}
+
+}  // namespace vllm
+
+namespace {
+
+using namespace engine_detail;
+using namespace vllm;
 
 class VllmEngine final : public Engine {
  public:
@@ -346,87 +715,50 @@ class VllmEngine final : public Engine {
   }
 };
 
-PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
-  check_common_options(options);
-  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
-  PlanResult result;
-  result.engine = "vllm";
-  const Version version =
-      parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version, vllm_versions());
-  result.engine_version = version.text;
-  const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
-  if (v0)
-    result.notes.push_back(
-        "vLLM " + version.text +
-        " runs the V0 engine: log lines follow V0 (worker.py / executor); KV grouping follows V1");
-
-  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
-  const std::uint32_t block = vllm_block_size(model, options);
-
-  // max_model_len: --max-model-len, else the derived length (config.py _get_and_verify_max_len).
-  const std::uint64_t derived = derived_max_model_len(model);
+// max_model_len: --max-model-len, else the derived length (config.py _get_and_verify_max_len).
+struct LengthChoice {
+  std::uint64_t max_model_len = 0;
+  std::uint64_t derived = 0;
   bool auto_fit = false;
-  std::uint64_t max_model_len = derived;
+};
+
+LengthChoice choose_max_model_len(const ModelSpec& model, const EngineOptions& options, PlanResult& result) {
+  LengthChoice c;
+  c.derived = derived_max_model_len(model);
+  c.max_model_len = c.derived;
   if (options.max_model_len) {
     if (*options.max_model_len == -1) {
-      auto_fit = true;
+      c.auto_fit = true;
     } else if (*options.max_model_len <= 0) {
       throw InputError("--max-model-len", "is " + std::to_string(*options.max_model_len) +
                                               "; allowed: a positive length, or -1 to fit the memory");
     } else {
-      max_model_len = static_cast<std::uint64_t>(*options.max_model_len);
+      c.max_model_len = static_cast<std::uint64_t>(*options.max_model_len);
     }
   }
-  if (max_model_len == 0)
+  if (c.max_model_len == 0)
     throw InputError("--max-model-len", "the model config gives no max_position_embeddings; pass a length");
-  if (max_model_len > derived && derived > 0)
-    result.warnings.push_back("max_model_len " + std::to_string(max_model_len) + " exceeds the derived " +
-                              std::to_string(derived) +
+  if (c.max_model_len > c.derived && c.derived > 0)
+    result.warnings.push_back("max_model_len " + std::to_string(c.max_model_len) + " exceeds the derived " +
+                              std::to_string(c.derived) +
                               ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
-  if (model.rope_scaling.present() && derived != model.max_position_embeddings)
-    result.notes.push_back("derived max_model_len " + std::to_string(derived) + " includes rope_scaling (" +
+  if (model.rope_scaling.present() && c.derived != model.max_position_embeddings)
+    result.notes.push_back("derived max_model_len " + std::to_string(c.derived) + " includes rope_scaling (" +
                            model.rope_scaling.type + ", factor " + fixed2(model.rope_scaling.factor) + ")");
+  return c;
+}
 
-  // Scheduler defaults (overheads.md "Scheduler defaults"; arg_utils.py get_batch_defaults).
-  const std::optional<std::uint64_t> total = total_memory(gpu, options);
-  const double total_gib = total ? to_gib(*total) : 0.0;
-  const std::string gpu_name = gpu ? lower(gpu->name + " " + gpu->id) : "";
-  const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos;
-  std::uint64_t max_batched = 0, max_seqs = 0;
-  std::string sched_why;
-  if (v0) {
-    // V0 without chunked prefill: max(max_model_len, 2048) tokens, 256 sequences.
-    max_batched = std::max<std::uint64_t>(max_model_len, 2048);
-    max_seqs = 256;
-    sched_why = "V0 defaults: max(max_model_len, 2048) tokens, 256 sequences";
-  } else {
-    max_batched = options.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
-    max_seqs = big_gpu ? 1024 : 256;
-    sched_why = std::string(big_gpu ? ">= 70 GiB and not an A100" : "< 70 GiB or an A100") + ", " +
-                (options.api_server ? "API server" : "offline LLM class") +
-                " (arg_utils.py get_batch_defaults)";
-  }
-  if (options.max_num_batched_tokens) {
-    if (*options.max_num_batched_tokens == 0)
-      throw InputError("--max-num-batched-tokens", "is 0; allowed: >= 1");
-    max_batched = *options.max_num_batched_tokens;
-    sched_why = "given";
-  }
-  if (options.max_num_seqs) {
-    if (*options.max_num_seqs == 0) throw InputError("--max-num-seqs", "is 0; allowed: >= 1");
-    max_seqs = *options.max_num_seqs;
-  }
-  // vllm/config/scheduler.py: T = min(S x max_model_len, T); S = min(S, T).
-  max_batched = std::min(max_batched, checked_mul(max_seqs, max_model_len, "max_num_seqs x max_model_len"));
-  max_seqs = std::min(max_seqs, max_batched);
-  result.assumptions.push_back({"max_num_batched_tokens / max_num_seqs",
-                                std::to_string(max_batched) + " / " + std::to_string(max_seqs), sched_why});
-
-  // Block size and the hybrid / MLA adjustments.
+void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, const EngineOptions& options,
+                               std::uint32_t block, bool align_mode, const Layout& layout,
+                               PlanResult& result) {
   if (is_mla_model(model)) {
-    result.assumptions.push_back({"block size", std::to_string(block),
-                                  "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
-                                  "forces 128 (vllm/platforms/cuda.py)"});
+    result.assumptions.push_back(
+        {"block size", std::to_string(block),
+         rules_for(resolve_version(options)).mla_flash_attn
+             ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
+               "FlashMLA 64 with an fp8 cache (platforms/cuda.py, mla/flashattn_mla.py)"
+             : "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
+               "forces 128 (vllm/platforms/cuda.py)"});
   } else {
     const bool raised =
         has_recurrent(model) && model.attention_layer_count() > 0 && block != options.block_size.value_or(16);
@@ -438,7 +770,6 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
                               : "16, vLLM's CUDA default (cache.py)"});
   }
   const bool hybrid = has_recurrent(model) && model.attention_layer_count() > 0;
-  const bool align_mode = options.enable_prefix_caching && has_recurrent(model);
   if (hybrid) {
     const std::uint64_t state = recurrent_state_bytes(*model.recurrent, options.tp).total();
     const std::uint64_t per_tok = attn_bytes_per_token_max(model, types, options.tp);
@@ -448,26 +779,24 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
                            std::to_string(block * per_tok) + " B; the state page is padded to it)");
     if (align_mode)
       result.assumptions.push_back(
-          {"prefix caching with Mamba", "align mode, 2 state pages per request",
+          {"prefix caching with Mamba",
+           options.enable_prefix_caching ? "align mode, 2 state pages per request"
+                                         : "on by default for hybrids (0.28+): align mode, 2 "
+                                           "state pages per request",
            "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
            "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
   }
-
-  // Grouping (global over all layers, as vLLM merges every worker's specs).
-  const Layout layout = build_layout(model, types, options, block);
   if (layout.padding_layers > 0)
     result.warnings.push_back("vLLM adds " + std::to_string(layout.padding_layers) +
                               " padding layers to equalise KV cache groups (kv_cache_utils.py); that memory "
                               "holds no KV");
-  {
-    std::map<std::string, int> kinds;
-    for (const Group& g : layout.groups) kinds[std::string(spec_name(g.spec.kind))]++;
-    std::string text;
-    for (const auto& [k, n] : kinds) text += (text.empty() ? "" : ", ") + std::to_string(n) + " x " + k;
-    if (!layout.groups.empty())
-      result.notes.push_back("KV cache groups: " + text + ", " + std::to_string(layout.group_size) +
-                             " layers per group");
-  }
+  std::map<std::string, int> kinds;
+  for (const Group& g : layout.groups) kinds[std::string(spec_name(g.spec.kind))]++;
+  std::string text;
+  for (const auto& [k, n] : kinds) text += (text.empty() ? "" : ", ") + std::to_string(n) + " x " + k;
+  if (!layout.groups.empty())
+    result.notes.push_back("KV cache groups: " + text + ", " + std::to_string(layout.group_size) +
+                           " layers per group");
   for (const LayerSpec& l : model.layers)
     if (l.is_attention() && l.kind != LayerKind::mla && l.kv_heads > 0 && options.tp > l.kv_heads) {
       result.notes.push_back("TP " + std::to_string(options.tp) + " > " + std::to_string(l.kv_heads) +
@@ -478,17 +807,57 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     result.warnings.push_back("vLLM refuses to start: tensor parallel size " + std::to_string(options.tp) +
                               " does not divide " + std::to_string(model.num_attention_heads) +
                               " attention heads");
+}
 
-  // Per stage figures; the reported figures are the stage needing the most KV.
-  struct Stage {
-    std::vector<std::uint32_t> layers;
-    std::uint64_t block_bytes = 0;
-  };
-  std::vector<Stage> stages(options.pp);
-  for (std::uint32_t s = 0; s < options.pp; ++s) {
-    stages[s].layers = pp_stage_layers(model.num_layers(), options.pp, s);
-    stages[s].block_bytes = bytes_per_block(layout, stages[s].layers);
-  }
+template <typename T>
+void append(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+  check_common_options(options);
+  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
+  PlanResult result;
+  result.engine = "vllm";
+  const Version version = resolve_version(options);
+  result.engine_version = version.text;
+  const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
+  if (v0)
+    result.notes.push_back(
+        "vLLM " + version.text +
+        " runs the V0 engine: log lines follow V0 (worker.py / executor); KV grouping follows V1");
+
+  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
+  const std::uint32_t block = vllm_block_size(model, options);
+  LengthChoice length = choose_max_model_len(model, options, result);
+  std::uint64_t max_model_len = length.max_model_len;
+
+  const std::optional<std::uint64_t> total = total_memory(gpu, options);
+  const SchedulerLimits limits = scheduler_limits(version, options, total, gpu, max_model_len);
+  const VersionRules rules = rules_for(version);
+  // Sliding-window / chunked-local pages cover max_in_flight_tokens = max_concurrent_batches x
+  // max_num_batched_tokens (config/vllm.py max_in_flight_tokens, 0.26+); 1 x T before.
+  const std::uint64_t batches = max_concurrent_batches(rules, options);
+  const std::uint64_t max_batched =
+      checked_mul(batches, limits.max_num_batched_tokens, "max_in_flight_tokens");
+  if (batches > 1)
+    result.assumptions.push_back({"max_in_flight_tokens", std::to_string(max_batched),
+                                  std::to_string(batches) +
+                                      " concurrent batches x max_num_batched_tokens (async scheduling"
+                                      " / PP; config/vllm.py max_concurrent_batches)"});
+  result.assumptions.push_back(
+      {"max_num_batched_tokens / max_num_seqs",
+       std::to_string(limits.max_num_batched_tokens) + " / " + std::to_string(limits.max_num_seqs),
+       limits.why});
+
+  // Stages 1-3: per-layer specs, groups, per-stage projection.
+  const bool align_mode = prefix_caching_align(model, options);
+  const Layout layout =
+      group_kv_cache_specs(layer_cache_specs(model, types, options.tp, block), model.num_layers());
+  describe_block_and_layout(model, types, options, block, align_mode, layout, result);
+  const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);
+
+  // The kv.* figures: the stage needing the most KV per block.
   const std::uint64_t context = options.context ? options.context : max_model_len;
   std::uint32_t kv_stage = 0;
   for (std::uint32_t s = 1; s < options.pp; ++s)
@@ -510,156 +879,39 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
 
   if (!total && !options.kv_cache_memory_bytes) return result;
 
-  // Memory budget (gpu_worker.py determine_available_memory).
+  // The worker's budget.
+  const MemoryBudget budget =
+      memory_budget(version, model, options, total, result.weights.bytes_per_rank, limits);
+  append(result.assumptions, budget.assumptions);
+  append(result.notes, budget.notes);
+  append(result.warnings, budget.warnings);
   Capacity cap;
   cap.gpu_memory_bytes = total.value_or(0);
-  std::uint64_t available = 0;
-  const double util = options.gpu_memory_utilization
-                          ? check_fraction(*options.gpu_memory_utilization, "--gpu-memory-utilization")
-                          : (version.at_least(0, 12) ? 0.92 : 0.90);  // 0.90 through 0.11.x (cache.py)
-  if (options.kv_cache_memory_bytes) {
-    // --kv-cache-memory-bytes skips the profiling arithmetic (gpu_worker.py).
-    available = *options.kv_cache_memory_bytes;
-    result.assumptions.push_back(
-        {"KV cache memory", gib2(available) + " (" + std::to_string(available) + " B)",
-         "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
-    if (!version.at_least(0, 11))
-      result.notes.push_back("--kv-cache-memory-bytes appeared in vLLM 0.11; applied here as the KV budget");
-    if (total)
-      cap.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total) * util));
-  } else {
-    result.assumptions.push_back(
-        {"gpu_memory_utilization", fixed2(util),
-         options.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
-    cap.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total) * util));
-    // Runtime overhead estimate (overheads.md "An estimate that fits published logs").
-    const double T = static_cast<double>(max_batched);
-    const double tp = static_cast<double>(options.tp);
-    const double H = static_cast<double>(model.hidden_size);
-    const double I = static_cast<double>(model.intermediate_size);
-    double fwd = T * (3.0 * I / tp + 4.0 * H) * 2.0;  // dense MLP peak + hidden/residual, 2 B
-    if (model.moe.is_moe()) {
-      const double I_moe = static_cast<double>(model.moe.moe_intermediate_size);
-      const double I_shared = model.moe.shared_expert_intermediate_size > 0
-                                  ? static_cast<double>(model.moe.shared_expert_intermediate_size)
-                                  : static_cast<double>(model.moe.num_shared_experts) * I_moe;
-      const double topk = static_cast<double>(model.moe.experts_per_token);
-      const double moe =
-          T * (topk * (std::max(2.0 * I_moe / tp, H) + I_moe / tp) + 3.0 * I_shared / tp + 4.0 * H) * 2.0;
-      const bool has_dense = model.moe.first_k_dense_layers > 0 || model.moe.moe_layer_frequency > 1;
-      fwd = has_dense ? std::max(fwd, moe) : moe;
-    }
-    // Dummy sampler over min(S, T) rows of full-vocabulary logits: about 38 B per element
-    // on the PyTorch sort path (10 with the FlashInfer sampler).
-    const double samp =
-        static_cast<double>(std::min(max_seqs, max_batched)) * static_cast<double>(model.vocab_size) * 38.0;
-    std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
-    std::string act_why = "max(forward " + fixed2(fwd / kGiB) + " GiB = T x (3I/TP + 4H) x 2 B" +
-                          std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
-                          fixed2(samp / kGiB) +
-                          " GiB = min(S,T) x V x 38 B) + 0.15 GiB; sampler range 10-38 B";
-    if (options.activation_gib) {
-      act = gib_to_bytes(*options.activation_gib, "--activation-gib");
-      act_why = "given";
-    }
-    std::uint64_t nt = static_cast<std::uint64_t>((options.tp == 1 ? 0.1 : 0.25) * kGiB);
-    std::string nt_why = options.tp == 1
-                             ? "0.1 GiB at TP 1 (range 0.05-0.2)"
-                             : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
-    if (options.tp > 1 && version.major == 0 && version.minor == 10) {
-      nt = static_cast<std::uint64_t>(1.4 * kGiB);
-      nt_why = "1.4 GiB: 0.10.x counts NCCL / custom all-reduce buffers inside the budget (range 1.0-1.7)";
-    }
-    if (options.non_torch_gib) {
-      nt = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
-      nt_why = "given";
-    }
-    std::uint64_t graphs = 0;
-    std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
-    if (options.enforce_eager)
-      graph_why = "none: --enforce-eager";
-    else if (version.at_least(0, 21)) {
-      const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
-      graphs = static_cast<std::uint64_t>((large ? 2.0 : 0.4) * kGiB);
-      graph_why =
-          large ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
-                : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
-    }
-    if (options.cuda_graph_gib) {
-      graphs = gib_to_bytes(*options.cuda_graph_gib, "--cuda-graph-gib");
-      graph_why = "given";
-    }
-    result.assumptions.push_back({"activation peak", gib2(act), act_why});
-    result.assumptions.push_back({"non-torch memory", gib2(nt), nt_why});
-    result.assumptions.push_back({"CUDA graph memory", gib2(graphs), graph_why});
-    cap.overhead_bytes = act + nt + graphs;
-    const std::uint64_t used =
-        checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
-    if (used >= cap.requested_bytes) {
-      available = 0;
-      result.warnings.push_back("No available memory for the cache blocks: weights " +
-                                gib2(result.weights.bytes_per_rank) + " + overheads " +
-                                gib2(cap.overhead_bytes) + " >= requested " + gib2(cap.requested_bytes) +
-                                ". Try increasing `gpu_memory_utilization`");
-    } else {
-      available = cap.requested_bytes - used;
-    }
-  }
-  cap.available_kv_bytes = available;
+  cap.requested_bytes = budget.requested_bytes;
+  cap.overhead_bytes = budget.overhead_bytes;
+  cap.available_kv_bytes = budget.available_bytes;
+  const std::uint64_t available = budget.available_bytes;
 
-  // num_blocks per stage, then the minimum over ranks (get_kv_cache_configs).
-  bool first = true;
-  for (std::uint32_t s = 0; s < options.pp; ++s) {
-    if (stages[s].block_bytes == 0) continue;
-    const std::uint64_t n = available / stages[s].block_bytes;
-    if (first || n < cap.num_blocks) {
-      cap.num_blocks = n;
-      cap.page_bytes = stages[s].block_bytes;
-      cap.limiting_rank = s * options.tp;
-      first = false;
-    }
-  }
-  // fits(L): every stage's need at L within its available memory (_check_enough_kv_cache_memory).
-  // BlockPool permanently holds one null block; from PR #47272 (merged 2026-08, with the
-  // auto-fit counterpart #48724; release assumed 0.28) the capacity checks use only the
-  // usable blocks: (num_blocks - 1) x bytes per block (kv_cache_utils.py check_memory).
-  const bool reserve_null = version.at_least(0, 28);
+  // Stages 4-5: blocks on each worker, the minimum over workers.
+  const BlockPool pool = min_blocks_over_workers(stages, available, options.tp);
+  cap.num_blocks = pool.num_blocks;
+  cap.page_bytes = pool.page_bytes;
+  cap.limiting_rank = pool.limiting_rank;
+
+  // Stage 6: the memory check. BlockPool permanently holds one null block; from PR #47272
+  // (merged 2026-08, with the auto-fit counterpart #48724; release assumed 0.28) the capacity
+  // checks use only the usable blocks: (num_blocks - 1) x bytes per block (kv_cache_utils.py).
+  const bool reserve_null = rules.null_block_reserved;
   if (reserve_null)
     result.notes.push_back("one block is held back as the null block in the fits check (PR #47272)");
   auto fits = [&](std::uint64_t len) {
-    for (const Stage& st : stages) {
-      if (st.block_bytes == 0) continue;
-      const std::uint64_t need = checked_mul(pages_for_request(layout, len, max_batched, align_mode),
-                                             st.block_bytes, "kv bytes needed");
-      std::uint64_t room = available;
-      if (reserve_null) {
-        const std::uint64_t blocks = available / st.block_bytes;
-        room = (blocks > 0 ? blocks - 1 : 0) * st.block_bytes;
-      }
-      if (need > room) return false;
-    }
-    return true;
+    return enough_kv_memory(layout, stages, available, len, max_batched, align_mode, reserve_null);
   };
-  // Binary search of _estimate_max_model_len, up to max(derived, max_model_len).
-  const std::uint64_t upper = std::max(derived, max_model_len);
-  std::uint64_t largest = 0;
-  if (!layout.groups.empty() && fits(1)) {
-    std::uint64_t lo = 1, hi = upper;
-    largest = 1;
-    while (lo <= hi) {
-      const std::uint64_t mid = lo + (hi - lo) / 2;
-      if (fits(mid)) {
-        largest = mid;
-        lo = mid + 1;
-      } else {
-        hi = mid - 1;
-      }
-    }
-  } else if (layout.groups.empty()) {
-    largest = upper;
-  }
+  // Stage 7: the max-length search, up to max(derived, max_model_len).
+  const std::uint64_t upper = std::max(length.derived, max_model_len);
+  const std::uint64_t largest = layout.groups.empty() ? upper : estimate_max_model_len(fits, upper);
   cap.largest_max_model_len = largest;
-  if (auto_fit) {
+  if (length.auto_fit) {
     if (largest == 0)
       result.warnings.push_back(
           "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a "
@@ -676,80 +928,26 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   }
   cap.max_model_len = max_model_len;
   cap.fits = !layout.groups.empty() ? fits(max_model_len) : true;
-  const std::uint64_t req_pages = pages_for_request(layout, max_model_len, max_batched, align_mode);
-  std::uint32_t min_block = block;
-  for (const Group& g : layout.groups)
-    if (g.spec.block_size > 0)
-      min_block = std::min<std::uint32_t>(min_block, static_cast<std::uint32_t>(g.spec.block_size));
 
-  if (v0) {
-    // V0 executor: concurrency = num_gpu_blocks x block_size / max_model_len.
-    cap.max_concurrency = static_cast<double>(cap.num_blocks) * block / static_cast<double>(max_model_len);
-    cap.kv_tokens = cap.num_blocks * block;
-  } else {
-    cap.max_concurrency =
-        req_pages > 0 ? static_cast<double>(cap.num_blocks) / static_cast<double>(req_pages) : 0.0;
-    if (version.at_least(0, 20)) {
-      // PR #40694 (after issue #40691 on 0.19.0): tokens = max_concurrency x max_model_len.
-      cap.kv_tokens = static_cast<std::uint64_t>(cap.max_concurrency * static_cast<double>(max_model_len));
-    } else if (layout.groups.size() <= 1) {
-      // A Mamba-only model's block holds a whole request: MambaSpec.block_size = max_model_len.
-      const std::uint64_t tokens_per_block = layout.groups.empty() ? block
-                                             : layout.groups.front().spec.kind == SpecKind::mamba
-                                                 ? max_model_len
-                                                 : layout.groups.front().spec.block_size;
-      cap.kv_tokens = checked_mul(cap.num_blocks, tokens_per_block, "kv tokens");
-    } else {
-      // num_blocks // len(kv_cache_groups) x min block size (0.9 - 0.19).
-      cap.kv_tokens = cap.num_blocks / layout.groups.size() * min_block;
-    }
-  }
-
-  // The engine's own log lines.
-  if (v0) {
-    result.engine_log.push_back("Memory profiling results: total_gpu_memory=" + fixed2(total_gib) +
-                                "GiB ... " + "kv_cache_size=" + fixed2(to_gib(available)) +
-                                "GiB gpu_memory_utilization=" + fixed2(util));
-    // CPU blocks: swap_space 4 GiB // cache block bytes (V0 CacheEngine.get_cache_block_size).
-    const std::uint64_t cpu_blocks = cap.page_bytes > 0 ? (4 * kGiBBytes) / cap.page_bytes : 0;
-    result.engine_log.push_back("# GPU blocks: " + std::to_string(cap.num_blocks) +
-                                ", # CPU blocks: " + std::to_string(cpu_blocks));
-    result.engine_log.push_back("Maximum concurrency for " + std::to_string(max_model_len) +
-                                " tokens per request: " + fixed2(cap.max_concurrency) + "x");
-    if (!cap.fits)
-      result.engine_log.push_back(
-          "The model's max seq len (" + std::to_string(max_model_len) +
-          ") is larger than the maximum number of tokens that can be stored in KV cache (" +
-          std::to_string(cap.kv_tokens) +
-          "). Try increasing `gpu_memory_utilization` or "
-          "decreasing `max_model_len` when initializing the engine.");
-  } else {
-    if (options.kv_cache_memory_bytes)
-      result.engine_log.push_back(
-          "Initial free memory ... GiB, reserved " + fixed2(to_gib(available)) +
-          " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
-          "memory profiling.");
-    else
-      result.engine_log.push_back("Available KV cache memory: " + fixed2(to_gib(available)) + " GiB");
-    if (cap.fits) {
-      result.engine_log.push_back("GPU KV cache size: " + with_commas(cap.kv_tokens) + " tokens");
-      result.engine_log.push_back("Maximum concurrency for " + with_commas(max_model_len) +
-                                  " tokens per request: " + fixed2(cap.max_concurrency) + "x");
-    } else {
-      const std::uint64_t need = checked_mul(req_pages, cap.page_bytes, "kv bytes needed");
-      result.engine_log.push_back(
-          "ValueError: To serve at least one request with the model's max seq len (" +
-          std::to_string(max_model_len) + "), (" + fixed2(to_gib(need)) +
-          " GiB KV cache is needed, which is larger than the available KV cache "
-          "memory (" +
-          fixed2(to_gib(available)) + " GiB). " +
-          (largest > 0 ? "Based on the available memory, the estimated maximum model length is " +
-                             std::to_string(largest) + ". "
-                       : std::string()) +
-          "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
-          "engine.");
-    }
-  }
+  // Stage 8: the report.
+  ReportInputs in;
+  in.version = &version;
+  in.layout = &layout;
+  in.pool = &pool;
+  in.max_model_len = max_model_len;
+  in.req_pages = pages_for_request(layout, max_model_len, max_batched, align_mode);
+  in.block_size = block;
+  in.available_bytes = available;
+  in.available_gib_signed = budget.available_gib_signed;
+  in.total_gib = total ? to_gib(*total) : 0.0;
+  in.util = budget.util;
+  in.fits = cap.fits;
+  in.largest = largest;
+  in.kv_cache_memory_given = options.kv_cache_memory_bytes.has_value();
+  ReportFigures report = report_figures(in);
+  cap.kv_tokens = report.kv_tokens;
+  cap.max_concurrency = report.max_concurrency;
+  append(result.engine_log, report.engine_log);
   if (!cap.fits)
     result.warnings.push_back("max_model_len " + std::to_string(max_model_len) +
                               " does not fit: largest that fits is " + std::to_string(largest));
@@ -764,12 +962,24 @@ std::unique_ptr<Engine> make_vllm_engine() { return std::make_unique<VllmEngine>
 std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options) {
   if (options.block_size && *options.block_size == 0) throw InputError("--block-size", "is 0; allowed: >= 1");
   if (options.tp == 0) throw InputError("--tp", "is 0; allowed: a positive integer");
-  const bool mla = is_mla_model(model);
+  const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
+  const bool mla = vllm::is_mla_model(model);
+  const bool hybrid = vllm::has_recurrent(model) && model.attention_layer_count() > 0;
   std::uint64_t block = options.block_size.value_or(16);  // cache.py: 16 on CUDA
-  // vllm/platforms/cuda.py: FlashMLA needs a multiple of 64 (CUDA default MLA backend on
-  // Hopper), CUTLASS MLA 128 (Blackwell); without a device we assume FlashMLA.
-  if (mla && block % 64 != 0) block = 64;
-  if (!has_recurrent(model) || model.attention_layer_count() == 0) return static_cast<std::uint32_t>(block);
+  if (mla) {
+    const bool fp8 = options.kv_cache_dtype.rfind("fp8", 0) == 0;
+    if (rules.mla_flash_attn && !fp8 && !hybrid) {
+      // 0.33, Hopper assumed (no device here): FLASH_ATTN_MLA first in platforms/cuda.py,
+      // kernel blocks MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py): the default
+      // 16 and any user multiple of 16 stand; otherwise FlashMLA's 64 (mla/flashmla.py).
+      if (block % 16 != 0) block = 64;
+    } else if (block % 64 != 0) {
+      // Before 0.33, and with an fp8 cache in 0.33: FlashMLA, kernel block 64 only
+      // (mla/flashmla.py get_supported_kernel_block_sizes); CUTLASS MLA 128 on Blackwell.
+      block = 64;
+    }
+  }
+  if (!hybrid) return static_cast<std::uint32_t>(block);
 
   // Hybrid attention + Mamba (HybridAttentionMambaModelConfig.verify_and_update_config,
   // vllm/model_executor/models/config.py; Platform._align_hybrid_block_size in newer trees):
@@ -777,21 +987,30 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   // Per-token attention page: the largest over attention layers (newer trees take the max
   // over the KV dtypes in use when some layers skip the quantized cache dtype).
-  const std::uint64_t attn_1tok = attn_bytes_per_token_max(model, types, options.tp);
+  const std::uint64_t attn_1tok = vllm::attn_bytes_per_token_max(model, types, options.tp);
   const std::uint64_t mamba_page = recurrent_state_bytes(*model.recurrent, options.tp).total();
   if (attn_1tok == 0 || mamba_page == 0) return static_cast<std::uint32_t>(block);
-  // FlashAttention/FlashInfer need multiples of 16; MLA kernels 64 (CUTLASS MLA 128).
-  const std::uint64_t align = mla ? 64 : 16;
   std::uint64_t needed = 0;
-  if (options.enable_prefix_caching) {
-    // Prefix caching: chunk = lcm(mamba chunk size, alignment); block = chunk x
-    // ceil(ceil(mamba_page / attn_1tok) / chunk). The chunk size comes from the config's
-    // mamba_chunk_size / chunk_size, 2048 when absent (config/model.py get_mamba_chunk_size);
-    // ModelSpec does not carry it, so 2048 is assumed.
-    const std::uint64_t chunk = std::lcm<std::uint64_t>(2048, align);
+  if (rules.hybrid_prefix_caching) {
+    // 0.28+ (platforms/interface.py _align_hybrid_block_size, read in 0.33): alignment =
+    // max(the backend's smallest kernel block, cache block size), 128 for hybrid MLA; the
+    // same formula with prefix caching ("align" mode adds the Mamba prefill checkpoint
+    // alignment only with the FlashInfer GDN prefill on SM90/SM10x, not modelled here).
+    std::uint64_t align = std::max<std::uint64_t>(16, block);
+    if (mla) align = std::max<std::uint64_t>(align, 128);
+    needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
+    needed = 16 * ceil_div(needed, 16);  // backend_block_alignment: lcm of the kernel minimums
+  } else if (options.enable_prefix_caching) {
+    // Before 0.28, prefix caching "all" mode: chunk = lcm(mamba chunk size, alignment);
+    // block = chunk x ceil(ceil(mamba_page / attn_1tok) / chunk). The chunk size comes from
+    // the config's mamba_chunk_size / chunk_size, 2048 when absent (config/model.py
+    // get_mamba_chunk_size); ModelSpec does not carry it, so 2048 is assumed.
+    const std::uint64_t chunk = std::lcm<std::uint64_t>(2048, mla ? 64 : 16);
     needed = chunk * ceil_div(ceil_div(mamba_page, attn_1tok), chunk);
   } else {
-    // attn_block_size = align x cdiv(mamba_page, align x attn_page_1_token)
+    // attn_block_size = align x cdiv(mamba_page, align x attn_page_1_token); FlashAttention /
+    // FlashInfer need multiples of 16, MLA kernels 64.
+    const std::uint64_t align = mla ? 64 : 16;
     needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
   }
   // Raised only when unset or too small; the Mamba page is then padded to the attention page.

@@ -509,14 +509,15 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   result.notes.push_back("max_seq_len is the batch's longest sequence at run time; evaluated here at " +
                          std::to_string(max_seq_len) + " (--max-model-len, else the model's maximum)");
   if (engine == "vllm" && gpu.family.rfind("gfx", 0) == 0) {
-    // vllm/v1/attention/backends/rocm_attn.py as stored from main (2026, release not
-    // identified): decode goes through unified_attention (3D split-KV when num_seqs <=
-    // 128 / kv_heads) and the native kernel only up to 2048 tokens with GQA > 4.
+    // vllm/v1/attention/backends/rocm_attn.py in 0.28 .. 0.33.0 (read in the 0.33.0 wheel, issue #13)
+    // still decodes through chunked_prefill_paged_decode: a refused custom kernel means the
+    // non-split Triton 2D kernel; ROCM_ATTN refuses attention sinks (supports_sink False) and
+    // head sizes above 256 (get_supported_head_sizes).
     result.notes.push_back(
-        "vLLM main after 0.27.1 (rocm_attn.py content-packed cache, release not identified) sends ROCM_ATTN "
-        "decode "
-        "through Triton unified attention (3D split-KV for num_seqs <= 128 / kv_heads) instead of "
-        "chunked_prefill_paged_decode; if your build has that, the ROCm fallback above does not apply");
+        "vLLM 0.28-0.33 ROCM_ATTN decode: paged_attention_rocm when admitted, else Triton "
+        "kernel_paged_attention_2d (no context split); models with attention sinks (gpt-oss) get "
+        "TRITON_ATTN; "
+        "ROCM_ATTN head sizes stop at 256 (rocm_attn.py, 0.33.0)");
   }
   if (engine == "vllm" && (gpu.family == "gfx11" || gpu.family == "gfx12")) {
     result.notes.push_back(

@@ -37,7 +37,9 @@ std::vector<KernelRule> build_rules() {
   // kernel splits the context (csrc/rocm/attention.cu).
   const std::string rocm_src =
       "vllm/platforms/rocm.py use_rocm_custom_paged_attention + "
-      "vllm/v1/attention/ops/chunked_prefill_paged_decode.py (vLLM 0.23.1 .. main; PR #17004, issue #50264)";
+      "vllm/v1/attention/ops/chunked_prefill_paged_decode.py (vLLM 0.23.1 .. 0.33.0, re-read in the 0.33.0 "
+      "wheel; "
+      "PR #17004, issue #50264)";
   rules.push_back({"vllm",
                    "rocm_custom_paged_attention",
                    "ROCm custom paged attention (paged_attention_rocm)",
@@ -406,13 +408,13 @@ const std::vector<KernelRule>& kernel_rules() {
 }
 
 std::uint64_t newest_known_version(const std::string& engine) {
-  // vLLM: 0.27.1 is the newest version named in the reference (cliff.md re-run).
-  if (engine == "vllm") return v(0, 27, 1);
+  // vLLM: 0.33.0, whose wheel the ROCm rows were re-read in (issue #13).
+  if (engine == "vllm") return v(0, 33, 0);
   return UINT64_MAX - 1;
 }
 
 std::string newest_known_version_text(const std::string& engine) {
-  if (engine == "vllm") return "0.27.1";
+  if (engine == "vllm") return "0.33.0";
   return "newest (rules read from the 2025-2026 sources)";
 }
 

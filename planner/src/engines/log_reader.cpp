@@ -1,0 +1,140 @@
+// Engine start-up log reader (kvsight/engine_log.hpp). Each pattern names the engine file
+// that prints the line:
+//   vLLM V1  v1/worker/gpu_worker.py        "Available KV cache memory: X GiB"
+//            v1/core/kv_cache_utils.py      "GPU KV cache size: N tokens" (0.28+: same line as the
+//                                           concurrency), "Maximum concurrency for N tokens per
+//                                           request: X.XXx", "# GPU blocks: N" (V1 before PR #13596)
+//            v1/worker/gpu_model_runner.py  "Loading model weights took X GB" / "Model loading took
+//                                           X GiB", "Graph capturing finished in N secs, took X GiB"
+//            v1/worker/gpu_worker.py        "reserved X GiB memory for KV Cache" (kv_cache_memory_bytes)
+//   vLLM V0  worker/worker.py               "Memory profiling results: total_gpu_memory=XGiB ...
+//                                           kv_cache_size=XGiB gpu_memory_utilization=X"
+//            executor                       "# GPU blocks: N, # CPU blocks: M"
+//   SGLang   srt/mem_cache/memory_pool.py   "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB"
+//   llama.cpp src/llama-kv-cache.cpp        "llama_kv_cache: size = X MiB (N cells, L layers, S/S seqs)"
+//   TRT-LLM  kvCacheManager                 "Allocated X GiB for max tokens in paged KV cache (N)"
+#include <regex>
+#include <string>
+
+#include "kvsight/engine_log.hpp"
+
+namespace kvsight {
+namespace {
+
+std::uint64_t digits_of(const std::string& text) {
+  std::uint64_t n = 0;
+  for (char c : text)
+    if (c >= '0' && c <= '9') {
+      if (n > (UINT64_MAX - 9) / 10) return UINT64_MAX;  // saturate: a log figure never needs 20 digits
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+  return n;
+}
+
+double number_of(const std::string& text) {
+  try {
+    return std::stod(text);
+  } catch (...) {
+    return 0.0;
+  }
+}
+
+void set_engine(EngineLogFigures& out, const char* engine) {
+  if (out.engine.empty()) out.engine = engine;
+}
+
+}  // namespace
+
+EngineLogFigures read_engine_log(std::string_view text) {
+  static const std::regex available(R"(Available KV cache memory: (-?[0-9.]+) GiB)");
+  static const std::regex reserved(R"(reserved (-?[0-9.]+) GiB memory for KV Cache)");
+  static const std::regex v0_profile(
+      R"(total_gpu_memory=([0-9.]+)GiB.*kv_cache_size=(-?[0-9.]+)GiB.*gpu_memory_utilization=([0-9.]+))");
+  static const std::regex kv_size(R"(GPU KV cache size: ([0-9,]+) tokens)");
+  static const std::regex concurrency(R"(Maximum concurrency for ([0-9,]+) tokens per request: ([0-9.]+)x)");
+  static const std::regex blocks(R"(# GPU blocks: ([0-9]+))");
+  static const std::regex weights(R"((?:Loading model weights took|Model loading took) ([0-9.]+) G)");
+  static const std::regex graphs(R"(Graph capturing finished in [0-9.]+ secs?, took (-?[0-9.]+) GiB)");
+  static const std::regex sglang(
+      R"(KV Cache is allocated\. #tokens: ([0-9]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB)");
+  static const std::regex llamacpp(R"(llama_kv_cache[a-z_]*: +size = +([0-9.]+) MiB \( *([0-9]+) cells)");
+  static const std::regex trtllm(R"(Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9]+)\))");
+
+  EngineLogFigures out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string line(text.substr(start, end - start));
+    start = end + 1;
+    // Fixture comments start with '#'; V0's "# GPU blocks" line does too.
+    if (line.empty() || (line[0] == '#' && line.rfind("# GPU blocks", 0) != 0)) continue;
+    std::smatch m;
+    bool matched = false;
+    if (std::regex_search(line, m, available)) {
+      out.available_kv_gib = number_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, reserved)) {
+      out.available_kv_gib = number_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, v0_profile)) {
+      out.total_gpu_gib = number_of(m[1]);
+      out.available_kv_gib = number_of(m[2]);
+      out.gpu_memory_utilization = number_of(m[3]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, kv_size)) {
+      out.kv_tokens = digits_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, concurrency)) {
+      out.max_model_len = digits_of(m[1]);
+      out.max_concurrency = number_of(m[2]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, blocks)) {
+      out.num_gpu_blocks = digits_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, weights)) {
+      out.weights_gib = number_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, graphs)) {
+      out.cuda_graph_gib = number_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, sglang)) {
+      out.kv_tokens = digits_of(m[1]);
+      out.kv_size_gib = number_of(m[2]) + number_of(m[3]);
+      set_engine(out, "sglang");
+      matched = true;
+    }
+    if (std::regex_search(line, m, llamacpp)) {
+      out.kv_size_gib = number_of(m[1]) / 1024.0;
+      out.kv_tokens = digits_of(m[2]);
+      set_engine(out, "llamacpp");
+      matched = true;
+    }
+    if (std::regex_search(line, m, trtllm)) {
+      out.available_kv_gib = number_of(m[1]);
+      out.kv_tokens = digits_of(m[2]);
+      set_engine(out, "trtllm");
+      matched = true;
+    }
+    if (matched) out.matched_lines.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace kvsight
