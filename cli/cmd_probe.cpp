@@ -147,8 +147,9 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
       ->default_val(0);
   command
       .add_option("--cpu-kernel", flags.options.cpu_kernel,
-                  "cpu backend kernel: auto (avx512-bf16 for bf16 where the CPU has AVX-512 BF16, else "
-                  "portable), avx512-bf16, portable (8-lane vector code, the fallback)")
+                  "cpu backend kernel: auto (bf16: avx512-bf16 where the CPU has AVX-512 BF16, else avx2; "
+                  "fp16: avx2; portable where the CPU lacks AVX2+FMA+F16C), avx512-bf16 (for bf16), avx2 "
+                  "(both dtypes), portable (8-lane vector code, the fallback)")
       ->default_val("auto");
   command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->default_val(20260729);
   command

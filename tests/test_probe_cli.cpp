@@ -18,10 +18,11 @@ TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
   ASSERT_EQ(j["backends"].size(), 3u);
   EXPECT_EQ(j["backends"][2]["name"], "cpu");
   EXPECT_EQ(j["backends"][2]["status"], "ok");
-  // The cpu device names the kernel auto picks: AVX-512 BF16 where the CPU has it, else the portable one.
+  // The cpu device names the kernel auto picks for each dtype: AVX-512 BF16 or AVX2 or portable for
+  // bf16, AVX2 or portable for fp16 (test_cpu_kernels.cpp checks which against the CPU's flags).
   const std::string cpu_kernel = j["backends"][2]["devices"][0]["cpu_kernel"];
-  EXPECT_TRUE(cpu_kernel.rfind("avx512-bf16 for bf16, portable", 0) == 0 ||
-              cpu_kernel.rfind("portable", 0) == 0)
+  EXPECT_TRUE(cpu_kernel.rfind("bf16: avx512-bf16; fp16: ", 0) == 0 ||
+              cpu_kernel == "bf16: avx2; fp16: avx2" || cpu_kernel.rfind("bf16: portable", 0) == 0)
       << cpu_kernel;
   // No GPU on the test machines: a compiled GPU backend says "no device: ...", an absent one "not compiled".
   for (int i = 0; i < 2; ++i) {
@@ -88,7 +89,7 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
   EXPECT_NE(run.err.find("--contexts: '18014398509481984K' overflows 64 bits"), std::string::npos) << run.err;
   run = run_kvsight({"probe", "attention", "--backend", "cpu", "--cpu-kernel", "avx1024"});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, portable"),
+  EXPECT_NE(run.err.find("--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, avx2, portable"),
             std::string::npos)
       << run.err;
 }

@@ -19,10 +19,12 @@ namespace {
 namespace kp = kvsight::probes;
 using kvsight::kernels::PagedDecodeParams;
 
-// The cpu kernels this machine runs: the portable one always, the AVX-512
-// BF16 one where the CPU has it (auto picks it there, so both are tested).
+// The cpu kernels this machine runs: the portable one always, the AVX2 one
+// and the AVX-512 BF16 one where the CPU has them (auto picks them there, so
+// all are tested).
 std::vector<std::string> cpu_kernels() {
   std::vector<std::string> out = {"portable"};
+  if (kvsight::probes::detail::cpu_has_avx2_f16c()) out.push_back("avx2");
   if (kvsight::probes::detail::cpu_has_avx512_bf16()) out.push_back("avx512-bf16");
   return out;
 }
@@ -239,7 +241,7 @@ TEST(ProbeKernels, UnknownCpuKernelIsRefused) {
     FAIL() << "expected an InputError";
   } catch (const kvsight::InputError& e) {
     EXPECT_EQ(e.field(), "--cpu-kernel");
-    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, portable"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx2, portable"), std::string::npos)
         << e.what();
   }
 }

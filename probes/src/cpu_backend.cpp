@@ -9,6 +9,7 @@
 // one shuffle reduction; a vector exp per tile) and the hot entry point is cloned
 // for x86-64-v3 (AVX2 + FMA) with a baseline fallback.
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -16,11 +17,18 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <mutex>
 #include <new>
 #include <sstream>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include "backend.hpp"
 #include "cpu_kernel.hpp"
@@ -421,24 +429,112 @@ void reduce_head(const PagedDecodeParams& p, long long head) {
   for (int d = 0; d < p.head_dim; ++d) out[d] *= inverse;
 }
 
-// Runs work(i) for i in [0, count) on `threads` std::threads (dynamic assignment).
-template <typename Work>
-void parallel_for(std::uint32_t threads, long long count, const Work& work) {
-  std::atomic<long long> next{0};
-  auto body = [&] {
-    for (long long i = next.fetch_add(1); i < count; i = next.fetch_add(1)) work(i);
-  };
-  const std::uint32_t spawned = static_cast<std::uint32_t>(std::min<long long>(threads, count));
-  if (spawned <= 1) {
-    body();
-    return;
+// The backend's threads, started once when it opens (not per launch, so a
+// timed launch holds no thread creation) and joined by the destructor.
+// run(count, work) runs work(i) for i in [0, count) on the workers and the
+// calling thread (dynamic assignment). If the OS refuses a thread (EAGAIN
+// under a process or address-space limit), the constructor joins the ones
+// it started and throws: a pool is never destroyed with running threads
+// (issue #14 item 6: std::terminate before).
+class ThreadPool {
+ public:
+  explicit ThreadPool(std::uint32_t threads) {
+    workers_.reserve(threads - 1);
+    for (std::uint32_t i = 1; i < threads; ++i) {
+      try {
+        workers_.emplace_back([this] { serve(); });
+      } catch (const std::system_error& error) {
+        stop();
+        throw DeviceError("cpu: could not start thread " + std::to_string(i + 1) + " of " +
+                          std::to_string(threads) + " (" + error.what() +
+                          "); lower --threads (this machine has " +
+                          std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                          " hardware threads) or raise the process's thread / address-space limit");
+      }
+    }
   }
-  std::vector<std::thread> pool;
-  pool.reserve(spawned - 1);
-  for (std::uint32_t i = 1; i < spawned; ++i) pool.emplace_back(body);
-  body();
-  for (auto& thread : pool) thread.join();
-}
+  ~ThreadPool() { stop(); }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  std::uint32_t size() const { return static_cast<std::uint32_t>(workers_.size()) + 1; }
+
+  template <typename Work>
+  void run(long long count, const Work& work) {
+    if (workers_.empty() || count <= 1) {
+      for (long long i = 0; i < count; ++i) work(i);
+      return;
+    }
+    const std::function<void(long long)> job = [&work](long long i) { work(i); };
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      count_ = count;
+      next_.store(0);
+      busy_ = workers_.size();
+      ++generation_;
+    }
+    wake_.notify_all();
+    drain(job, count);
+    std::exception_ptr failure;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return busy_ == 0; });
+      job_ = nullptr;
+      failure = std::exchange(failure_, nullptr);
+    }
+    if (failure) std::rethrow_exception(failure);
+  }
+
+ private:
+  void drain(const std::function<void(long long)>& job, long long count) {
+    for (long long i = next_.fetch_add(1); i < count; i = next_.fetch_add(1)) job(i);
+  }
+  void serve() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      const std::function<void(long long)>* job = nullptr;
+      long long count = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        job = job_;
+        count = count_;
+      }
+      std::exception_ptr failure;
+      try {
+        drain(*job, count);
+      } catch (...) {
+        failure = std::current_exception();
+        next_.store(count);  // the others stop taking work
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (failure && !failure_) failure_ = failure;
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(long long)>* job_ = nullptr;
+  long long count_ = 0;
+  std::atomic<long long> next_{0};
+  std::size_t busy_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr failure_;
+};
 
 std::string read_first(const std::string& path) {
   std::ifstream in(path);
@@ -479,6 +575,27 @@ DeviceInfo describe_cpu(std::uint32_t threads) {
     if (key == "MemTotal:") info.memory_total = kib * 1024;
     if (key == "MemAvailable:") info.memory_free = kib * 1024;
   }
+  // Under an address-space limit (ulimit -v) only what is left of it can be
+  // allocated: the probes' budget (a fraction of memory_free) then refuses a
+  // shape up front with --max-mem named, instead of a failed allocation
+  // mid-run (issue #14 item 6). Left: the limit less this process's mappings
+  // (VmSize) less one default stack per thread still to start.
+  rlimit address_space{};
+  if (getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
+    std::uint64_t mapped = 0;
+    std::ifstream status("/proc/self/status");
+    for (std::string key; status >> key;) {
+      std::uint64_t kib = 0;
+      if (key == "VmSize:" && status >> kib) mapped = kib * 1024;
+      status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    rlimit stack{};
+    const std::uint64_t stack_bytes =
+        getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY ? stack.rlim_cur : (8u << 20);
+    const std::uint64_t reserved = mapped + static_cast<std::uint64_t>(threads) * stack_bytes;
+    const std::uint64_t limit = address_space.rlim_cur;
+    info.memory_free = std::min<std::uint64_t>(info.memory_free, limit > reserved ? limit - reserved : 0);
+  }
   // Largest cache level that sysfs lists for cpu0.
   int best_level = 0;
   for (int index = 0; index < 8; ++index) {
@@ -496,8 +613,13 @@ DeviceInfo describe_cpu(std::uint32_t threads) {
   return info;
 }
 
-// Which paged-decode kernel the backend runs.
-enum class CpuKernel { portable, avx512_bf16 };
+// Which paged-decode kernel the backend runs for one dtype.
+enum class CpuKernel { portable, avx2, avx512_bf16 };
+// The kernel of each dtype (--cpu-kernel).
+struct CpuKernels {
+  CpuKernel bf16 = CpuKernel::portable;
+  CpuKernel fp16 = CpuKernel::portable;
+};
 
 // Name of the portable kernel's clone this CPU gets.
 std::string portable_kernel_name() {
@@ -508,31 +630,57 @@ std::string portable_kernel_name() {
 #endif
 }
 
-// --cpu-kernel: auto picks the AVX-512 BF16 kernel where the CPU has it.
-CpuKernel choose_cpu_kernel(const std::string& requested) {
-  if (requested == "auto") return cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : CpuKernel::portable;
-  if (requested == "portable") return CpuKernel::portable;
+constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx2, portable";
+
+// --cpu-kernel: auto gives each dtype the fastest kernel this CPU runs
+// (bf16: avx512-bf16, else avx2, else portable; fp16: avx2, else portable);
+// avx512-bf16 forces it for bf16 (fp16 as auto); avx2 forces the AVX2 kernel
+// for both; portable the portable one for both.
+CpuKernels choose_cpu_kernel(const std::string& requested) {
+  const bool avx2 = cpu_has_avx2_f16c();
+  const CpuKernel best_fp16 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
+  if (requested == "auto") return {cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_fp16, best_fp16};
+  if (requested == "portable") return {CpuKernel::portable, CpuKernel::portable};
+  if (requested == "avx2") {
+    if (!avx2) {
+      throw InputError("--cpu-kernel",
+                       "avx2 needs AVX2 with FMA and F16C (x86-64-v3: AMD Zen and later, Intel Haswell and "
+                       "later), which this CPU lacks; allowed here: auto, portable");
+    }
+    return {CpuKernel::avx2, CpuKernel::avx2};
+  }
   if (requested == "avx512-bf16") {
     if (!cpu_has_avx512_bf16()) {
-      throw InputError(
-          "--cpu-kernel",
-          "avx512-bf16 needs AVX-512 with the BF16 extension (AMD Zen 4 and later, Intel Cooper "
-          "Lake / Sapphire Rapids and later), which this CPU lacks; allowed here: auto, portable");
+      throw InputError("--cpu-kernel",
+                       std::string("avx512-bf16 needs AVX-512 with the BF16 extension (AMD Zen 4 and later, "
+                                   "Intel Cooper Lake / Sapphire Rapids and later), which this CPU lacks; "
+                                   "allowed here: auto, ") +
+                           (avx2 ? "avx2, " : "") + "portable");
     }
-    return CpuKernel::avx512_bf16;
+    return {CpuKernel::avx512_bf16, best_fp16};
   }
-  throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: auto, avx512-bf16, portable");
+  throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: " + kCpuKernelChoices);
 }
 
 std::string cpu_kernel_name(CpuKernel kernel) {
-  if (kernel == CpuKernel::portable) return portable_kernel_name();
-  return "avx512-bf16 for bf16, " + portable_kernel_name() + " for fp16";
+  switch (kernel) {
+    case CpuKernel::avx2:
+      return "avx2";
+    case CpuKernel::avx512_bf16:
+      return "avx512-bf16";
+    default:
+      return portable_kernel_name();
+  }
+}
+// What probe info and every probe result show: the kernel of each dtype.
+std::string cpu_kernel_name(const CpuKernels& kernels) {
+  return "bf16: " + cpu_kernel_name(kernels.bf16) + "; fp16: " + cpu_kernel_name(kernels.fp16);
 }
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(std::uint32_t threads, CpuKernel kernel)
-      : threads_(threads), kernel_(kernel), info_(describe_cpu(threads)) {
+  CpuBackend(std::uint32_t threads, CpuKernels kernel)
+      : threads_(threads), kernel_(kernel), info_(describe_cpu(threads)), pool_(threads) {
     info_.cpu_kernel = cpu_kernel_name(kernel);
   }
   const DeviceInfo& info() const override { return info_; }
@@ -552,14 +700,16 @@ class CpuBackend final : public Backend {
     // kernel takes several heads per task: the heads of a token are adjacent
     // in the paged layout, so a task reads each block as one contiguous run,
     // as a GPU does when all heads' programs run at once (one head alone
-    // reads 256 B at a 2 KiB stride). The portable kernel takes one.
-    const bool wide = kernel_ == CpuKernel::avx512_bf16 && p.dtype == kernels::ElementType::bf16;
+    // reads 256 B at a 2 KiB stride). The AVX2 kernel does the same; the
+    // portable kernel takes one.
+    const CpuKernel kernel = p.dtype == kernels::ElementType::bf16 ? kernel_.bf16 : kernel_.fp16;
+    const bool wide = kernel != CpuKernel::portable;
     const int heads = wide ? heads_per_task_for(p.num_kv_heads, p.head_dim,
                                                 static_cast<long long>(p.num_seqs) * splits, threads_)
                            : 1;
     const int head_groups = p.num_kv_heads / heads;
     const long long tasks = static_cast<long long>(p.num_seqs) * head_groups * splits;
-    parallel_for(threads_, tasks, [&](long long task) {
+    pool_.run(tasks, [&](long long task) {
       thread_local std::vector<TaskState> states;
       if (states.size() < static_cast<std::size_t>(heads)) states.resize(static_cast<std::size_t>(heads));
       const int split_index = static_cast<int>(task % splits);
@@ -570,15 +720,20 @@ class CpuBackend final : public Backend {
         return;
       }
       const TaskRange range = task_range(p, split, seq, split_index);
-      attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+      if (kernel == CpuKernel::avx512_bf16) {
+        attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+      } else {
+        attend_avx2(p, seq, first_head, heads, range.begin, range.end, states.data());
+      }
+      const int interleave = kernel == CpuKernel::avx512_bf16 ? kAvx512Bf16Interleave : 0;
       for (int h = 0; h < heads; ++h) {
         write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
-                          kAvx512Bf16Interleave);
+                          interleave);
       }
     });
     if (split) {
       const long long q_heads = static_cast<long long>(p.num_seqs) * p.num_kv_heads * p.q_per_kv;
-      parallel_for(threads_, q_heads, [&](long long head) { reduce_head(p, head); });
+      pool_.run(q_heads, [&](long long head) { reduce_head(p, head); });
     }
     const auto stop = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::micro>(stop - start).count();
@@ -589,7 +744,7 @@ class CpuBackend final : public Backend {
     const std::uint64_t words = bytes / 4;
     const auto* data = static_cast<const std::uint32_t*>(source.data());
     auto* out = static_cast<std::uint32_t*>(parts.data());
-    parallel_for(threads_, threads_, [&](long long part) {
+    pool_.run(threads_, [&](long long part) {
       const std::uint64_t first = words * static_cast<std::uint64_t>(part) / threads_;
       const std::uint64_t last = words * static_cast<std::uint64_t>(part + 1) / threads_;
       out[part] = sum_words(data + first, last - first);
@@ -602,7 +757,7 @@ class CpuBackend final : public Backend {
     const auto start = std::chrono::steady_clock::now();
     const auto* from = static_cast<const char*>(source.data());
     auto* to = static_cast<char*>(destination.data());
-    parallel_for(threads_, threads_, [&](long long part) {
+    pool_.run(threads_, [&](long long part) {
       const std::uint64_t first = bytes * static_cast<std::uint64_t>(part) / threads_;
       const std::uint64_t last = bytes * static_cast<std::uint64_t>(part + 1) / threads_;
       std::memcpy(to + first, from + first, last - first);
@@ -625,8 +780,9 @@ class CpuBackend final : public Backend {
     return sum;
   }
   std::uint32_t threads_;
-  CpuKernel kernel_;
+  CpuKernels kernel_;
   DeviceInfo info_;
+  ThreadPool pool_;
 };
 
 std::uint32_t default_threads(std::uint32_t requested) {

@@ -1,7 +1,8 @@
 #pragma once
 // What the cpu backend's paged-decode kernels share: the per-task state and
 // the kernel variants the backend can pick (portable vector code, cloned for
-// x86-64-v3; an AVX-512 BF16 kernel where the CPU has it).
+// x86-64-v3; an AVX2 + FMA + F16C kernel for bf16 and fp16; an AVX-512 BF16
+// kernel for bf16 where the CPU has it).
 #include <cstdint>
 #include <string>
 
@@ -55,5 +56,15 @@ bool cpu_has_avx512_bf16();
 // kAvx512Bf16Interleave order. Only call it when cpu_has_avx512_bf16().
 void attend_avx512_bf16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
                         int begin, int end, TaskState* states);
+
+// True when this CPU and OS run AVX2 with FMA and F16C (x86-64-v3: AMD
+// Zen 1 and later, Intel Haswell and later).
+bool cpu_has_avx2_f16c();
+
+// The AVX2 + FMA + F16C kernel for bf16 and fp16 q/K/V (cpu_kernel_avx2.cpp):
+// the same walk as attend_avx512_bf16, accumulators in natural order. Only
+// call it when cpu_has_avx2_f16c().
+void attend_avx2(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
+                 int begin, int end, TaskState* states);
 
 }  // namespace kvsight::probes::detail

@@ -148,10 +148,16 @@ class Session {
         checked_mul(out_bytes, max_splits_any, "split-KV partials") +
         2 * checked_mul(q_elements_ / shape_.head_dim * max_splits_any, 4, "partials");
     const std::uint64_t table_bytes = checked_mul(needed_blocks, 4 * kMaxBufferSets, "block tables");
-    const std::uint64_t fixed = out_bytes + partial_bytes + table_bytes +
-                                checked_mul(q_elements_, 2 * kMaxBufferSets, "q") + 4 * shape_.batch;
-    const std::uint64_t needed =
-        checked_add(fixed, checked_mul(needed_blocks, block_kv_bytes, "K/V"), "memory");
+    // On the cpu backend the host copies kept for the reference (host_k_, host_v_, host_q_, host_tables_)
+    // share memory with the buffers: counted twice (issue #14 item 6).
+    const std::uint64_t copies = info.backend == "cpu" ? 2 : 1;
+    const std::uint64_t fixed =
+        out_bytes + partial_bytes +
+        checked_mul(checked_add(table_bytes, checked_mul(q_elements_, 2 * kMaxBufferSets, "q"), "q"), copies,
+                    "q") +
+        4 * shape_.batch;
+    const std::uint64_t needed = checked_add(
+        fixed, checked_mul(checked_mul(needed_blocks, block_kv_bytes, "K/V"), copies, "K/V"), "memory");
     if (needed > budget) {
       throw InputError("--max-mem",
                        "this shape needs " + std::to_string(needed) + " bytes of device memory (K/V " +
@@ -164,7 +170,7 @@ class Session {
     // allows, enough for 2.5 x the last-level cache so short contexts rotate
     // through sets that do not fit in cache together.
     const std::uint64_t cache_blocks = ceil_div(info.last_level_cache * 5 / 2, block_kv_bytes);
-    const std::uint64_t affordable = (budget - fixed) / block_kv_bytes;
+    const std::uint64_t affordable = (budget - fixed) / (block_kv_bytes * copies);
     pool_blocks_ = std::min(std::max(needed_blocks, cache_blocks), affordable);
     pool_blocks_ = std::min<std::uint64_t>(pool_blocks_, std::numeric_limits<std::int32_t>::max());
 
@@ -663,19 +669,21 @@ BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t byt
   auto backend = detail::guard_backend(detail::open_backend(backend_name, options), faults);
   const DeviceInfo& info = backend->info();
   const std::uint64_t budget = memory_budget(info, options);
+  // cpu: the host source and the read-back copy share memory with the two buffers (issue #14 item 6).
+  const std::uint64_t copies = info.backend == "cpu" ? 2 : 1;
   constexpr std::uint64_t kGranule = 1 << 20;
   if (bytes == 0) {
     // Far larger than the last-level cache (BabelStream's default arrays are
     // 2^25 doubles, 256 MiB each; nvbench flushes L2 between samples).
     bytes = std::max<std::uint64_t>(8 * info.last_level_cache, 256ull << 20);
     if (info.backend != "cpu") bytes = std::max<std::uint64_t>(bytes, 1ull << 30);
-    bytes = std::min(bytes, budget / 2 / kGranule * kGranule);
+    bytes = std::min(bytes, budget / (2 * copies) / kGranule * kGranule);
   }
   bytes = bytes / kGranule * kGranule;
-  if (bytes == 0 || 2 * bytes > budget) {
-    throw InputError("--max-mem",
-                     "the bandwidth probe needs two buffers of at least 1 MiB within the budget of " +
-                         std::to_string(budget) + " bytes");
+  if (bytes == 0 || bytes > budget / (2 * copies)) {
+    throw InputError("--max-mem", std::string("the bandwidth probe needs two buffers of at least 1 MiB") +
+                                      (copies > 1 ? " (and their two host copies)" : "") +
+                                      " within the budget of " + std::to_string(budget) + " bytes");
   }
   std::vector<std::uint32_t> host(bytes / 4);
   std::uint64_t state = options.seed;

@@ -1,0 +1,330 @@
+// The cpu backend's kernels one by one: every kernel this CPU runs (portable,
+// avx2, avx512-bf16) against the float64 reference on the shapes of
+// test_probe_kernels.cpp and on those that reach the multi-head tasks and the
+// 1-3 head remainders of the vector kernels; a case per dtype computed by hand
+// (fp16 subnormals, which F16C converts exactly); the kernel each dtype gets,
+// as `probe info` names it; the thread pool's refusal.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "../probes/src/backend.hpp"
+#include "../probes/src/cpu_kernel.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/probes/probes.hpp"
+
+namespace {
+namespace kp = kvsight::probes;
+namespace kd = kvsight::probes::detail;
+using kvsight::kernels::PagedDecodeParams;
+
+// Every --cpu-kernel this CPU accepts besides auto.
+std::vector<std::string> cpu_kernels() {
+  std::vector<std::string> out = {"portable"};
+  if (kd::cpu_has_avx2_f16c()) out.push_back("avx2");
+  if (kd::cpu_has_avx512_bf16()) out.push_back("avx512-bf16");
+  return out;
+}
+
+struct Shape {
+  std::uint32_t head_dim, block_size, kv_heads, gqa, batch;
+  std::uint64_t context;
+};
+
+// head_dim x block size of the existing variants, GQA 1..16 including the
+// ratios whose last block of 4 query heads holds 1, 2 or 3 (5, 6, 7, 9, 10,
+// 11), KV heads 1, 2, 4, 8 (tasks of 1, 2, 4, 8 heads), batches 1..4, contexts
+// that end inside a tile at an odd token.
+std::vector<Shape> shapes() {
+  std::vector<Shape> out;
+  const std::uint32_t gqas[] = {1, 5, 6, 7, 9, 10, 11, 16, 4, 3, 2, 8};
+  const std::uint32_t kv[] = {8, 4, 2, 1};
+  int i = 0;
+  for (std::uint32_t head_dim : {64u, 128u, 256u}) {
+    for (std::uint32_t block : {8u, 16u, 32u, 48u, 784u, 7u}) {
+      // 784-token blocks take 2 KV heads at most: the pool stays a few MB and the test fast.
+      const std::uint32_t kv_heads = block == 784 ? std::min(2u, kv[i % 4]) : kv[i % 4];
+      // A task's heads x head_dim stays <= 2048 (heads_per_task_for) for any of these.
+      out.push_back({head_dim, block, kv_heads, gqas[i % 12], 1 + static_cast<std::uint32_t>(i % 4),
+                     2ull * block + 37});
+      ++i;
+    }
+  }
+  return out;
+}
+
+class EveryKernel : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(EveryKernel, BothAlgorithmsBothDtypesMatchFloat64) {
+  const Shape s = GetParam();
+  for (const char* dtype : {"bf16", "fp16"}) {
+    kp::AttentionShape shape;
+    shape.head_dim = s.head_dim;
+    shape.block_size = s.block_size;
+    shape.kv_heads = s.kv_heads;
+    shape.q_heads = s.kv_heads * s.gqa;
+    shape.batch = s.batch;
+    shape.context = s.context;
+    shape.dtype = dtype;
+    kp::ProbeOptions options;
+    options.repeats = 1;
+    options.warmup = 0;
+    options.max_mem_bytes = 8 * kp::attention_bytes(shape) + (8u << 20);
+    options.max_mem_fraction = 0.9;
+    options.threads = 2;
+    for (const std::string& cpu_kernel : cpu_kernels()) {
+      options.cpu_kernel = cpu_kernel;
+      for (const char* kernel : {"nosplit", "splitkv"}) {
+        // 5 splits of ceil(context / 5) tokens: uneven, the last one short.
+        options.splits = std::string(kernel) == "splitkv" ? 5 : 0;
+        SCOPED_TRACE(cpu_kernel + " " + kernel + " " + dtype);
+        const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
+        EXPECT_TRUE(r.point.correct) << "max error " << r.point.max_error;
+        EXPECT_LE(r.point.max_error, kp::error_bound(dtype));
+      }
+    }
+  }
+}
+
+std::string shape_name(const ::testing::TestParamInfo<Shape>& info) {
+  const Shape& s = info.param;
+  return "hd" + std::to_string(s.head_dim) + "_bs" + std::to_string(s.block_size) + "_kv" +
+         std::to_string(s.kv_heads) + "_gqa" + std::to_string(s.gqa) + "_b" + std::to_string(s.batch);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, EveryKernel, ::testing::ValuesIn(shapes()), shape_name);
+
+// By hand: one sequence, 2 KV heads x 2 query heads, head_dim 128, 37 tokens
+// in blocks of 16 (block table [2, 0, 1]); K = 0 everywhere, so every score is
+// 0, every weight exp(0) = 1 and the output is the mean of V over the tokens.
+// V of token t is the same value u_t in every dimension of both heads:
+//  fp16: u_t = (t % 3 + 1) x 2^-24, the subnormals 0x0001..0x0003;
+//        tokens 0..36 give t % 3 = 0 13 times, 1 12 times, 2 12 times, so
+//        mean = (13 x 1 + 12 x 2 + 12 x 3) / 37 x 2^-24 = 73/37 x 2^-24.
+//  bf16: u_t = t % 3 + 1 (0x3f80, 0x4000, 0x4040): mean 73/37.
+// Split-KV with 3 splits of 16 tokens (16, 16, 5) gives the same.
+TEST(CpuKernelsByHand, MeanOfValuesWhenScoresAreEqual) {
+  constexpr int kHeadDim = 128, kBlock = 16, kTokens = 37, kKvHeads = 2, kGqa = 2;
+  const std::int32_t table[3] = {2, 0, 1};
+  for (const bool bf16 : {false, true}) {
+    const std::uint16_t bits[3] = {static_cast<std::uint16_t>(bf16 ? 0x3f80 : 0x0001),
+                                   static_cast<std::uint16_t>(bf16 ? 0x4000 : 0x0002),
+                                   static_cast<std::uint16_t>(bf16 ? 0x4040 : 0x0003)};
+    const double expected = 73.0 / 37.0 * (bf16 ? 1.0 : std::ldexp(1.0, -24));
+    for (const std::string& kernel : cpu_kernels()) {
+      for (const int splits : {1, 3}) {
+        SCOPED_TRACE(kernel + (bf16 ? " bf16" : " fp16") + " splits " + std::to_string(splits));
+        auto backend = kd::cpu_open(2, kernel);
+        const std::size_t row = kKvHeads * kHeadDim;
+        std::vector<std::uint16_t> k(3 * kBlock * row, 0), v(3 * kBlock * row, 0);
+        for (int t = 0; t < kTokens; ++t) {
+          const std::size_t base = (static_cast<std::size_t>(table[t / kBlock]) * kBlock + t % kBlock) * row;
+          for (std::size_t e = 0; e < row; ++e) v[base + e] = bits[t % 3];
+        }
+        // q = 1 in every dimension (K = 0 makes it irrelevant, but not NaN).
+        std::vector<std::uint16_t> q(kKvHeads * kGqa * kHeadDim, bf16 ? 0x3f80 : 0x3c00);
+        const std::int32_t lengths[1] = {kTokens};
+        auto upload = [&](const void* data, std::uint64_t bytes) {
+          auto buffer = backend->allocate(bytes);
+          backend->upload(*buffer, data, bytes);
+          return buffer;
+        };
+        auto k_buffer = upload(k.data(), k.size() * 2);
+        auto v_buffer = upload(v.data(), v.size() * 2);
+        auto q_buffer = upload(q.data(), q.size() * 2);
+        auto table_buffer = upload(table, sizeof(table));
+        auto length_buffer = upload(lengths, sizeof(lengths));
+        const std::size_t heads = kKvHeads * kGqa;
+        const std::vector<float> nan(heads * 3 * kHeadDim, std::numeric_limits<float>::quiet_NaN());
+        auto out = upload(nan.data(), heads * kHeadDim * 4);
+        auto partial_out = upload(nan.data(), nan.size() * 4);
+        auto partial_max = upload(nan.data(), heads * 3 * 4);
+        auto partial_sum = upload(nan.data(), heads * 3 * 4);
+        PagedDecodeParams p;
+        p.q = q_buffer->data();
+        p.k_cache = k_buffer->data();
+        p.v_cache = v_buffer->data();
+        p.block_tables = static_cast<const std::int32_t*>(table_buffer->data());
+        p.seq_lens = static_cast<const std::int32_t*>(length_buffer->data());
+        p.out = static_cast<float*>(out->data());
+        p.partial_out = static_cast<float*>(partial_out->data());
+        p.partial_max = static_cast<float*>(partial_max->data());
+        p.partial_sum = static_cast<float*>(partial_sum->data());
+        p.num_seqs = 1;
+        p.num_kv_heads = kKvHeads;
+        p.q_per_kv = kGqa;
+        p.head_dim = kHeadDim;
+        p.block_size = kBlock;
+        p.max_blocks_per_seq = 3;
+        p.num_splits = splits;
+        p.tokens_per_split = splits > 1 ? 16 : 0;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+        p.dtype = bf16 ? kvsight::kernels::ElementType::bf16 : kvsight::kernels::ElementType::fp16;
+        backend->time_attention(splits > 1, p);
+        std::vector<float> result(heads * kHeadDim);
+        backend->download(result.data(), *out, result.size() * 4);
+        // 37 fp32 additions of values < 4 units: relative error <= 37 x 2^-24 ~ 2.2e-6.
+        for (std::size_t i = 0; i < result.size(); ++i) {
+          ASSERT_NEAR(result[i], expected, 3e-6 * expected) << "element " << i;
+        }
+      }
+    }
+  }
+}
+
+// The kernel each dtype gets, as probe info names it.
+TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
+  const std::string portable = kd::cpu_open(1, "portable")->info().cpu_kernel;
+  ASSERT_EQ(portable.rfind("bf16: portable", 0), 0u) << portable;
+  EXPECT_NE(portable.find("; fp16: portable"), std::string::npos) << portable;
+  const std::string automatic = kd::cpu_open(1, "auto")->info().cpu_kernel;
+  if (kd::cpu_has_avx512_bf16()) {
+    EXPECT_EQ(automatic, "bf16: avx512-bf16; fp16: avx2");
+  } else if (kd::cpu_has_avx2_f16c()) {
+    EXPECT_EQ(automatic, "bf16: avx2; fp16: avx2");
+  } else {
+    EXPECT_EQ(automatic, portable);
+  }
+  if (kd::cpu_has_avx2_f16c()) {
+    EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel, "bf16: avx2; fp16: avx2");
+  } else {
+    try {
+      kd::cpu_open(1, "avx2");
+      FAIL() << "expected an InputError";
+    } catch (const kvsight::InputError& e) {
+      EXPECT_EQ(e.field(), "--cpu-kernel");
+    }
+  }
+  try {
+    kd::cpu_open(1, "avx9000");
+    FAIL() << "expected an InputError";
+  } catch (const kvsight::InputError& e) {
+    EXPECT_EQ(e.field(), "--cpu-kernel");
+    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx2, portable"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Sanitizer runtimes reserve terabytes of shadow address space and abort when
+// an address-space limit refuses them: the two rlimit tests skip there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Threads the OS refuses: a child process with a 512 MiB address-space limit
+// asks for 100000 threads (each reserves an 8 MiB stack by default, so at most
+// ~64 fit); it must get a DeviceError naming --threads, not std::terminate.
+TEST(CpuThreadPool, RefusedThreadsGiveAnErrorNotTerminate) {
+  if (kSanitized) GTEST_SKIP() << "sanitizer runtime under an address-space limit";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit limit{512ull << 20, 512ull << 20};
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+    try {
+      auto backend = kd::cpu_open(100000, "portable");
+      _exit(11);  // all 100000 started: the limit did not bite
+    } catch (const kvsight::DeviceError& e) {
+      _exit(std::string(e.what()).find("--threads") != std::string::npos ? 0 : 12);
+    } catch (...) {
+      _exit(13);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died by signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The cpu probe counts its host copies (kept for the reference check) against
+// --max-mem. bf16, hd128, 8 KV heads, 16-token blocks, batch 1, context 4096:
+// K + V = 4096 x 8 x 128 x 2 B x 2 = 16,777,216 B; block tables 256 blocks x
+// 4 B x 64 sets = 65,536 B; q 32 x 128 x 2 B x 64 sets = 524,288 B. Counted
+// once that is 17.4 MB (fits 24 MiB = 25,165,824 B); counted with the host
+// copies it is 2 x 17,367,040 = 34,734,080 B plus out and partials: over
+// 24 MiB, under 40 MiB.
+TEST(CpuMemory, HostCopiesCountAgainstMaxMem) {
+  kp::AttentionShape shape{128, 16, 8, 32, 1, 4096, "bf16"};
+  kp::ProbeOptions options;
+  options.repeats = 1;
+  options.warmup = 0;
+  options.threads = 2;
+  options.max_mem_fraction = 1.0;
+  options.max_mem_bytes = 24u << 20;
+  try {
+    kp::run_attention("cpu", "splitkv", shape, options);
+    FAIL() << "expected an InputError";
+  } catch (const kvsight::InputError& e) {
+    EXPECT_EQ(e.field(), "--max-mem");
+  }
+  options.max_mem_bytes = 40u << 20;
+  EXPECT_TRUE(kp::run_attention("cpu", "splitkv", shape, options).point.correct);
+}
+
+// Mapped bytes of this process (VmSize), for the address-space test.
+std::uint64_t mapped_bytes() {
+  FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    if (std::sscanf(line, "VmSize: %llu kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib * 1024;
+}
+
+// Under an address-space limit that leaves 256 MiB, a shape of 512 MiB of K/V
+// (bf16, hd128, 8 KV heads, batch 4, context 32768: 32768 x 8 x 128 x 2 B x 2
+// x 4 = 536,870,912 B) is refused up front with --max-mem named (exit 2), not
+// a failed allocation mid-run (exit 3).
+TEST(CpuMemory, AddressSpaceLimitIsRefusedUpFront) {
+  if (kSanitized) GTEST_SKIP() << "sanitizer runtime under an address-space limit";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::uint64_t limit = mapped_bytes() + (256ull << 20);
+    rlimit rl{limit, limit};
+    if (mapped_bytes() == 0 || setrlimit(RLIMIT_AS, &rl) != 0) _exit(10);
+    kp::AttentionShape shape{128, 16, 8, 32, 4, 32768, "bf16"};
+    kp::ProbeOptions options;
+    options.repeats = 1;
+    options.warmup = 0;
+    options.threads = 2;
+    options.max_mem_bytes = 4ull << 30;
+    try {
+      kp::run_attention("cpu", "splitkv", shape, options);
+      _exit(11);
+    } catch (const kvsight::InputError& e) {
+      _exit(e.field() == "--max-mem" ? 0 : 12);
+    } catch (const kvsight::DeviceError&) {
+      _exit(13);  // the allocation failed mid-run: what must not happen
+    } catch (...) {
+      _exit(14);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child died by signal "
+                                 << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
