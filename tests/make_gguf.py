@@ -3,7 +3,7 @@
 own writer, gguf-py), header and tensor infos real, tensor data a sparse hole
 (the file is truncated to its full size, so a 2 GB file costs no disk).
 
-usage: make_gguf.py OUT.gguf tinyllama|tinyllama-f16|split|mla-old|mla-new|jamba
+usage: make_gguf.py OUT.gguf tinyllama|tinyllama-f16|split|mla-old|mla-new|jamba|tiny-ARCH
 (tinyllama: linears q8_0; tinyllama-f16: every matrix f16, 2.2 GB)
 Exits 3 with a message when the gguf package is missing (scripts/setup.sh installs it).
 """
@@ -88,16 +88,46 @@ def jamba(w):
     return [("token_embd.weight", (1000, 1024), Q.F16)]
 
 
+def tiny(w, arch):
+    # Small seeds for fuzz/corpus/gguf: one layer of hidden 64 with real (zero) data.
+    w.add_block_count(1)
+    w.add_context_length(256)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(128)
+    w.add_head_count(4)
+    w.add_head_count_kv(2 if arch != "jamba" else [0])
+    w.add_vocab_size(32)
+    if arch == "deepseek2":
+        w.add_rope_dimension_count(16)
+        w.add_kv_lora_rank(32)
+        w.add_key_length(48)
+        w.add_value_length(32)
+        w.add_key_length_mla(32)
+        w.add_value_length_mla(16)
+    if arch == "jamba":
+        w.add_ssm_conv_kernel(4)
+        w.add_ssm_inner_size(128)
+        w.add_ssm_state_size(16)
+        w.add_ssm_time_step_rank(4)
+    if arch == "gemma2":
+        w.add_sliding_window(128)
+    return [("token_embd.weight", (32, 64), Q.F16), ("blk.0.attn_q.weight", (64, 64), Q.Q8_0),
+            ("output_norm.weight", (64,), Q.F32)]
+
+
 def main():
     out, variant = sys.argv[1], sys.argv[2]
     arch = {"tinyllama": "llama", "tinyllama-f16": "llama", "split": "llama", "mla-old": "deepseek2", "mla-new": "deepseek2",
-            "jamba": "jamba"}[variant]
+            "jamba": "jamba", "tiny-llama": "llama", "tiny-deepseek2": "deepseek2", "tiny-jamba": "jamba",
+            "tiny-gemma2": "gemma2"}[variant]
     split = 10 if variant == "split" else 0
     w = gguf.GGUFWriter(out, arch, split_max_tensors=split) if split else gguf.GGUFWriter(out, arch)
     if variant == "tinyllama-f16":
         tensors = tinyllama(w, 22, Q.F16)
     elif variant in ("tinyllama", "split"):
         tensors = tinyllama(w, 22 if variant == "tinyllama" else 2)
+    elif variant.startswith("tiny-"):
+        tensors = tiny(w, arch)
     elif variant.startswith("mla"):
         tensors = mla(w, variant == "mla-new")
     else:

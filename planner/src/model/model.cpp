@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <cstdio>
 #include <sstream>
 
 #include "kvsight/catalog.hpp"
@@ -98,7 +98,7 @@ struct Sniffed {
 
 // What a file is, from its first bytes (never its name): GGUF's magic "GGUF"
 // (ggml docs/gguf.md), safetensors' 8-byte header length followed by '{', JSON's
-// first non-blank character '{'. Reads at most 4 KB, after checking it is a
+// first non-blank character. Reads at most 4 KB, after checking it is a
 // regular file (a FIFO or a device is refused before any read).
 Sniffed sniff(const fs::path& path, const std::string& field) {
   Sniffed out;
@@ -120,7 +120,10 @@ Sniffed sniff(const fs::path& path, const std::string& field) {
   std::size_t i = 0;
   if (head.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;  // UTF-8 byte order mark
   while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
-  if (i < head.size() && (head[i] == '{' || head[i] == '[')) out.kind = FileKind::json;
+  // Any JSON value's first character (the config reader then says what is wrong
+  // with it), or nothing at all (an empty file is invalid JSON, said as such).
+  if (i == head.size() || std::string_view("{[\"-0123456789tfn").find(head[i]) != std::string_view::npos)
+    out.kind = FileKind::json;
   return out;
 }
 
@@ -139,7 +142,8 @@ std::string read_config_text(const fs::path& path, const std::string& field) {
   const Sniffed s = sniff(path, field);
   if (s.kind != FileKind::json)
     throw InputError(field, "'" + path.string() + "' is not a JSON config: it begins with bytes " +
-                                hex_bytes(s.first_bytes) + "; allowed: a config.json, a directory holding one, a .gguf file");
+                                hex_bytes(s.first_bytes) +
+                                "; allowed: a config.json, a directory holding one, a .gguf file");
   return read_input_file(path, field, kMaxConfigBytes);
 }
 
@@ -152,7 +156,8 @@ void attach_safetensors(ModelSpec& spec, const std::string& dir) {
   w.files = set->files;
   w.skipped = set->skipped;
   w.method = "exact: sum of tensor sizes in the safetensors headers of " + set->how + " (" +
-             std::to_string(set->files.size()) + " file" + (set->files.size() == 1 ? "" : "s") + ") in " + dir;
+             std::to_string(set->files.size()) + " file" + (set->files.size() == 1 ? "" : "s") + ") in " +
+             dir;
   if (!set->skipped.empty()) {
     std::string skipped;
     for (const auto& f : set->skipped) skipped += (skipped.empty() ? "" : ", ") + f;
@@ -162,8 +167,9 @@ void attach_safetensors(ModelSpec& spec, const std::string& dir) {
   spec.exact_weights = std::move(w);
 }
 
-ModelSpec from_config_file(const fs::path& config, const std::string& model_arg, const std::string& dir) {
+ModelSpec from_config_file(const fs::path& config, const std::string& model_arg, const std::string& dir_arg) {
   ModelSpec spec = parse_hf_config(read_config_text(config, "--model"), config.string());
+  const std::string dir = dir_arg.empty() ? "." : dir_arg;  // a bare "config.json"
   spec.id = model_arg;
   spec.local_dir = dir;
   attach_safetensors(spec, dir);
@@ -187,7 +193,9 @@ std::vector<fs::path> hf_cache_roots() {
 std::string read_ref(const fs::path& ref) {
   std::string text = read_input_file(ref, "HF cache " + ref.string(), 256);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; }) ||
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(),
+                   [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; }) ||
       text == "." || text == "..")
     throw InputError("HF cache " + ref.string(), "does not hold a revision name; expected a commit hash");
   return text;
@@ -205,7 +213,8 @@ std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vecto
     std::error_code ec;
     if (!fs::is_directory(repo / "snapshots", ec)) continue;
     std::string main_rev;
-    if (fs::exists(fs::symlink_status(repo / "refs" / "main", ec))) main_rev = read_ref(repo / "refs" / "main");
+    if (fs::exists(fs::symlink_status(repo / "refs" / "main", ec)))
+      main_rev = read_ref(repo / "refs" / "main");
     if (!main_rev.empty() && fs::exists(repo / "snapshots" / main_rev / "config.json", ec))
       return repo / "snapshots" / main_rev / "config.json";
     std::optional<fs::path> best;
@@ -227,7 +236,10 @@ std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vecto
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model_arg) {
-  if (model_arg.empty()) throw InputError("--model", "is empty; give a catalog id (see `kvsight models`), a config.json path, a directory, a .gguf file or an org/name in the local HF cache");
+  if (model_arg.empty())
+    throw InputError("--model",
+                     "is empty; give a catalog id (see `kvsight models`), a config.json path, a directory, a "
+                     ".gguf file or an org/name in the local HF cache");
   if (const CatalogModel* entry = find_catalog_model(model_arg)) {
     ModelSpec spec = parse_hf_config(entry->config_text, "catalog:" + entry->id);
     spec.id = entry->id;
@@ -247,14 +259,17 @@ ModelSpec resolve_model(const std::string& model_arg) {
       return spec;
     }
     if (s.kind == FileKind::safetensors)
-      throw InputError("--model", "'" + model_arg + "' is a safetensors weights file, which has no model shape; give " +
+      throw InputError("--model", "'" + model_arg +
+                                      "' is a safetensors weights file, which has no model shape; give " +
                                       "the directory holding it and its config.json");
     if (s.kind != FileKind::json)
-      throw InputError("--model", "'" + model_arg + "' is neither a JSON config, a GGUF nor a safetensors file: it begins with bytes " +
-                                      hex_bytes(s.first_bytes) + "; allowed: a catalog id, a config.json, a model directory, a .gguf file");
+      throw InputError(
+          "--model", "'" + model_arg +
+                         "' is neither a JSON config, a GGUF nor a safetensors file: it begins with bytes " +
+                         hex_bytes(s.first_bytes) +
+                         "; allowed: a catalog id, a config.json, a model directory, a .gguf file");
     ModelSpec spec = from_config_file(path, model_arg, path.parent_path().string());
     spec.display_name = path.parent_path().filename().string();
-    if (spec.local_dir.empty()) spec.local_dir = ".";
     return spec;
   }
   if (fs::is_directory(status)) {
@@ -281,9 +296,10 @@ ModelSpec resolve_model(const std::string& model_arg) {
   if (!tried.empty()) {
     message += ", and not in the local Hugging Face cache (looked for";
     for (const auto& t : tried) message += " " + t;
-    message += "; kvsight never downloads). To get its config run `huggingface-cli download " + model_arg +
-               " config.json` (or `hf download " + model_arg +
-               " config.json`) and run again, or pass the path of a config.json, a model directory or a .gguf file";
+    message +=
+        "; kvsight never downloads). To get its config run `huggingface-cli download " + model_arg +
+        " config.json` (or `hf download " + model_arg +
+        " config.json`) and run again, or pass the path of a config.json, a model directory or a .gguf file";
   } else {
     message += "; an org/name is looked up in the local Hugging Face cache only";
   }

@@ -206,7 +206,8 @@ LayerKind kind_from_layer_type(const std::string& value, const std::string& fiel
 std::string dtype_of(const ConfigReader& r, ModelSpec& spec) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (const json* v = r.find_anywhere(key)) {
-      if (!v->is_string()) throw InputError(key, "is " + describe(*v) + "; a dtype name such as \"bfloat16\" is required");
+      if (!v->is_string())
+        throw InputError(key, "is " + describe(*v) + "; a dtype name such as \"bfloat16\" is required");
       return canonical_torch_dtype(v->get<std::string>(), key);
     }
   }
@@ -221,41 +222,42 @@ Quantization read_quantization(const ConfigReader& r) {
   Quantization q;
   const json* v = r.find_anywhere("quantization_config");
   if (!v) return q;
-  if (!v->is_object()) throw InputError("quantization_config", "is " + describe(*v) + "; an object is required");
+  if (!v->is_object())
+    throw InputError("quantization_config", "is " + describe(*v) + "; an object is required");
   const json& c = *v;
   auto str = [&](const char* key) -> std::string {
     auto it = c.find(key);
     return it != c.end() && it->is_string() ? it->get<std::string>() : "";
   };
-  auto num = [&](const char* key, double fallback) -> double {
-    auto it = c.find(key);
-    return it != c.end() && it->is_number() ? it->get<double>() : fallback;
-  };
   if (auto m = c.find("quant_method"); m != c.end() && !m->is_null() && !m->is_string())
-    throw InputError("quantization_config.quant_method", "is " + describe(*m) + "; a method name (string) is required");
+    throw InputError("quantization_config.quant_method",
+                     "is " + describe(*m) + "; a method name (string) is required");
   q.method = str("quant_method");
   if (q.method.empty() && c.contains("load_in_4bit")) q.method = "bitsandbytes";
   std::transform(q.method.begin(), q.method.end(), q.method.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   // An integer from an allowed set; a string, fraction or other value is refused
   // (never a fallback).
-  auto integer_in = [&](const json& obj, const char* key, const std::string& field, std::initializer_list<std::int64_t> allowed,
-                        std::int64_t fallback) -> std::int64_t {
+  auto integer_in = [&](const json& obj, const char* key, const std::string& field,
+                        std::initializer_list<std::int64_t> allowed, std::int64_t fallback) -> std::int64_t {
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return fallback;
     std::string set;
     for (auto a : allowed) set += (set.empty() ? "" : ", ") + std::to_string(a);
-    if (!it->is_number_integer() || std::find(allowed.begin(), allowed.end(), it->get<std::int64_t>()) == allowed.end())
+    if (!it->is_number_integer() ||
+        std::find(allowed.begin(), allowed.end(), it->get<std::int64_t>()) == allowed.end())
       throw InputError(field, "is " + describe(*it) + "; allowed: " + set);
     return it->get<std::int64_t>();
   };
   // group_size: -1 (one group per output channel) or a positive integer.
-  auto group_of = [&](const json& obj, const char* key, const std::string& field, std::int64_t fallback) -> std::int64_t {
+  auto group_of = [&](const json& obj, const char* key, const std::string& field,
+                      std::int64_t fallback) -> std::int64_t {
     auto it = obj.find(key);
     if (it == obj.end() || it->is_null()) return fallback;
     if (!it->is_number_integer() || it->get<std::int64_t>() == 0 || it->get<std::int64_t>() < -1 ||
         it->get<std::int64_t>() > 4294967295ll)
-      throw InputError(field, "is " + describe(*it) + "; allowed: -1 (per channel) or a positive integer below 2^32");
+      throw InputError(
+          field, "is " + describe(*it) + "; allowed: -1 (per channel) or a positive integer below 2^32");
     return it->get<std::int64_t>();
   };
   if (q.method == "gptq" || q.method == "awq" || q.method == "gptq_marlin" || q.method == "awq_marlin" ||
@@ -265,10 +267,12 @@ Quantization read_quantization(const ConfigReader& r) {
     const bool awq = q.method.rfind("awq", 0) == 0;
     const std::initializer_list<std::int64_t> gptq_bits = {2, 3, 4, 8}, awq_bits = {4};
     const char* bits_key = c.contains("bits") || !c.contains("w_bit") ? "bits" : "w_bit";
-    const auto bits = static_cast<double>(integer_in(c, bits_key, std::string("quantization_config.") + bits_key,
-                                                     awq ? awq_bits : gptq_bits, 4));
-    const char* group_key = c.contains("group_size") || !c.contains("q_group_size") ? "group_size" : "q_group_size";
-    const std::int64_t group_raw = group_of(c, group_key, std::string("quantization_config.") + group_key, 128);
+    const auto bits = static_cast<double>(integer_in(
+        c, bits_key, std::string("quantization_config.") + bits_key, awq ? awq_bits : gptq_bits, 4));
+    const char* group_key =
+        c.contains("group_size") || !c.contains("q_group_size") ? "group_size" : "q_group_size";
+    const std::int64_t group_raw =
+        group_of(c, group_key, std::string("quantization_config.") + group_key, 128);
     const double group = group_raw > 0 ? static_cast<double>(group_raw) : 0.0;  // -1 = per-channel
     q.group_size = static_cast<std::uint32_t>(group);
     // fp16 scale + `bits`-bit zero point per group.
@@ -338,7 +342,8 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   auto num = [&](const char* key, double fallback) {
     auto it = v->find(key);
     if (it == v->end() || it->is_null()) return fallback;
-    if (!it->is_number()) throw InputError(field + "." + key, "is " + describe(*it) + "; a number is required");
+    if (!it->is_number())
+      throw InputError(field + "." + key, "is " + describe(*it) + "; a number is required");
     return it->get<double>();
   };
   rs.factor = num("factor", 1.0);
@@ -363,7 +368,8 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
 
   if (const json* types = r.find("layer_types")) {
     const std::string field = r.path("layer_types");
-    if (!types->is_array()) throw InputError(field, "is " + describe(*types) + "; a list of layer type names is required");
+    if (!types->is_array())
+      throw InputError(field, "is " + describe(*types) + "; a list of layer type names is required");
     if (types->size() != n)
       throw InputError(field, "has " + std::to_string(types->size()) + " entries but num_hidden_layers is " +
                                   std::to_string(n) + "; they must match");
@@ -513,7 +519,8 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       break;
     case RecurrentKind::mamba1: {
       const std::uint64_t expand = opt("mamba_expand", opt("expand", 2));
-      rec.d_inner = r.positive("intermediate_size").has_value() && (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
+      rec.d_inner = r.positive("intermediate_size").has_value() &&
+                            (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
                         ? *r.positive("intermediate_size")
                         : checked_mul(expand, hidden, r.path("expand") + " x hidden_size");
       rec.d_state = opt("mamba_d_state", opt("state_size", 16));
@@ -528,8 +535,9 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       rec.d_conv = r.positive("conv_kernel").value_or(r.positive("mamba_d_conv").value_or(4));
       if (rec.n_heads == 0 || rec.head_dim == 0)
         throw InputError(r.path("mamba_num_heads"), "Mamba2 layers need mamba_num_heads and mamba_head_dim");
-      rec.d_inner = r.positive("mamba_d_ssm").value_or(
-          checked_mul(rec.n_heads, rec.head_dim, r.path("mamba_num_heads") + " x mamba_head_dim"));
+      rec.d_inner = r.positive("mamba_d_ssm")
+                        .value_or(checked_mul(rec.n_heads, rec.head_dim,
+                                              r.path("mamba_num_heads") + " x mamba_head_dim"));
       break;
     }
     case RecurrentKind::short_conv:
@@ -537,7 +545,8 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       rec.d_conv = opt("conv_L_cache", 3);
       break;
   }
-  validate_recurrent(rec, r.path(rec.kind == RecurrentKind::gated_delta_net ? "linear_key_head_dim" : "mamba"));
+  validate_recurrent(rec,
+                     r.path(rec.kind == RecurrentKind::gated_delta_net ? "linear_key_head_dim" : "mamba"));
   spec.recurrent = rec;
 }
 
@@ -548,14 +557,16 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
   const std::uint64_t n = spec.layers.size();
   if (const json* flags = r.find("no_rope_layers")) {
     const std::string field = r.path("no_rope_layers");
-    if (!flags->is_array()) throw InputError(field, "is " + describe(*flags) + "; a list of 0/1 per layer is required");
+    if (!flags->is_array())
+      throw InputError(field, "is " + describe(*flags) + "; a list of 0/1 per layer is required");
     if (flags->size() < n)
       throw InputError(field, "has " + std::to_string(flags->size()) + " entries for " + std::to_string(n) +
                                   " layers; one 0/1 per layer is required");
     for (std::uint64_t i = 0; i < n; ++i) {
       const json& f = (*flags)[i];
       if (!f.is_number_integer() || (f.get<std::int64_t>() != 0 && f.get<std::int64_t>() != 1))
-        throw InputError(field + "[" + std::to_string(i) + "]", "is " + describe(f) + "; 1 (RoPE) or 0 (NoPE) is required");
+        throw InputError(field + "[" + std::to_string(i) + "]",
+                         "is " + describe(f) + "; 1 (RoPE) or 0 (NoPE) is required");
       spec.layers[i].rope = f.get<std::int64_t>() == 1;
     }
     return;
@@ -578,17 +589,22 @@ void validate_recurrent(const RecurrentSpec& rec, const std::string& field) {
   // conv state and its weights. Every product of footprint.cpp
   // recurrent_state_bytes and of the weight counts is bounded by these.
   const std::uint64_t conv = std::max<std::uint64_t>(rec.d_conv, 1);
-  const std::uint64_t groups_state = checked_mul(checked_mul(2, std::max<std::uint64_t>(rec.n_groups, 1), field),
-                                                 std::max<std::uint64_t>(rec.d_state, 1), field);
+  const std::uint64_t groups_state =
+      checked_mul(checked_mul(2, std::max<std::uint64_t>(rec.n_groups, 1), field),
+                  std::max<std::uint64_t>(rec.d_state, 1), field);
   const std::uint64_t conv_dim = checked_add(rec.d_inner, groups_state, field);
   checked_mul(checked_mul(checked_add(conv_dim, rec.d_inner, field), conv + 1, field), 8, field);
-  checked_mul(checked_mul(std::max<std::uint64_t>(rec.d_inner, 1), std::max<std::uint64_t>(rec.d_state, 1), field), 8, field);
-  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.n_heads, 1), std::max<std::uint64_t>(rec.head_dim, 1), field),
+  checked_mul(
+      checked_mul(std::max<std::uint64_t>(rec.d_inner, 1), std::max<std::uint64_t>(rec.d_state, 1), field), 8,
+      field);
+  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.n_heads, 1),
+                                      std::max<std::uint64_t>(rec.head_dim, 1), field),
                           std::max<std::uint64_t>(rec.d_state, 1), field),
               8, field);
   const std::uint64_t key_dim = checked_mul(rec.key_head_dim, rec.num_key_heads, field);
   const std::uint64_t value_dim = checked_mul(rec.value_head_dim, rec.num_value_heads, field);
-  const std::uint64_t gdn_conv = checked_add(checked_mul(key_dim, 2, field), checked_mul(value_dim, 2, field), field);
+  const std::uint64_t gdn_conv =
+      checked_add(checked_mul(key_dim, 2, field), checked_mul(value_dim, 2, field), field);
   checked_mul(checked_mul(gdn_conv, conv + 1, field), 8, field);
   checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.num_value_heads, 1),
                                       std::max<std::uint64_t>(rec.value_head_dim, 1), field),
@@ -598,7 +614,15 @@ void validate_recurrent(const RecurrentSpec& rec, const std::string& field) {
 
 ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
   // Depth-limited, whole text consumed, NUL refused (kvsight/input_file.hpp).
-  const json root = parse_json_input(json_text, origin);
+  json root;
+  try {
+    root = parse_json_input(json_text, origin);
+  } catch (const InputError& e) {
+    std::string what = e.what();  // "<origin>: not valid JSON at byte N: ..."
+    if (what.rfind(origin + ": ", 0) == 0) what.erase(0, origin.size() + 2);
+    if (what.rfind("not valid JSON", 0) == 0) what = "is " + what;
+    throw InputError(origin, what);
+  }
   if (!root.is_object()) throw InputError(origin, "is JSON but not an object; a config.json object is required");
 
   bool nested = false;
@@ -751,7 +775,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     spec.notes.push_back(std::string("tie_word_embeddings absent: assumed ") +
                          (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" + spec.model_type + "'");
   } else if (const json* t = r.find_anywhere("tie_word_embeddings")) {
-    if (!t->is_boolean()) throw InputError("tie_word_embeddings", "is " + describe(*t) + "; true or false is required");
+    if (!t->is_boolean())
+      throw InputError("tie_word_embeddings", "is " + describe(*t) + "; true or false is required");
     spec.tie_word_embeddings = t->get<bool>();
   }
   spec.qk_norm = spec.model_type.rfind("qwen3", 0) == 0 || spec.model_type.rfind("gemma3", 0) == 0 ||

@@ -72,8 +72,14 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
   if (header_len > kMaxHeaderBytes)
     throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " exceeds the " +
                                  std::to_string(kMaxHeaderBytes) + "-byte limit safetensors itself applies");
-  const nlohmann::json header = parse_json_input(bytes.substr(8, static_cast<std::size_t>(header_len)),
-                                                 origin + ": safetensors header");
+  nlohmann::json header;
+  try {
+    header = parse_json_input(bytes.substr(8, static_cast<std::size_t>(header_len)), "safetensors header");
+  } catch (const InputError& e) {  // depth, NUL, trailing bytes, syntax: said the same way
+    std::string what = e.what();
+    if (what.rfind("safetensors header: ", 0) == 0) what.erase(0, 20);
+    throw InputError(origin, "safetensors header is not valid JSON: " + what);
+  }
   if (!header.is_object()) throw InputError(origin, "safetensors header is not a JSON object");
   const std::uint64_t data_size = file_size - 8 - header_len;
   SafetensorsHeader out;

@@ -112,7 +112,8 @@ ParamGroups count_groups(const ModelSpec& m) {
         case RecurrentKind::mamba2: {
           // Products bounded by validate_recurrent (model_config.cpp).
           const std::uint64_t I = r.d_inner, conv_dim = I + 2 * r.n_groups * r.d_state;
-          a.dense(H, checked_add(checked_add(I, conv_dim, "mamba in_proj"), r.n_heads, "mamba in_proj"));  // in_proj
+          a.dense(H, checked_add(checked_add(I, conv_dim, "mamba in_proj"), r.n_heads,
+                                 "mamba in_proj"));                    // in_proj
           a.other(conv_dim, r.d_conv + 1);                             // conv1d
           a.other(3 * r.n_heads + I);                                  // dt_bias, A_log, D, norm
           a.dense(I, H);                                               // out_proj
