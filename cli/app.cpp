@@ -1,5 +1,5 @@
 // The top-level CLI: subcommands, global options, and the one place exceptions
-// become exit codes (DESIGN.md: 0 ok, 1 check failed, 2 bad input, 3 device).
+// become exit codes (README.md "JSON contract": 0 ok, 1 check failed, 2 bad input, 3 device).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "flag_groups.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight::cli {
@@ -76,7 +77,12 @@ int run_cli(int argc, const char* const* argv) {
   add_cliff_command(app, state);
 
   try {
-    app.parse(argc, argv);
+    // Engines' single-dash words ("-tp", "-ctk") become their long names; what was
+    // typed is kept for the messages that name a flag.
+    const std::vector<std::string> arguments = normalize_arguments(argc, argv, state);
+    std::vector<const char*> pointers;
+    for (const std::string& argument : arguments) pointers.push_back(argument.c_str());
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -93,7 +99,15 @@ int run_cli(int argc, const char* const* argv) {
     std::cerr << "kvsight: error: " << e.what() << "\n";
     return 2;
   } catch (const InputError& e) {
-    std::cerr << "kvsight: error: " << e.what() << "\n";
+    // A planner error names an option field ("block_size"); say it with the flag the
+    // user typed, and the engine's own spelling beside it.
+    const std::string flag = flag_for_error(state, e.field());
+    const std::string what = e.what();
+    const std::string prefix = e.field() + ": ";
+    if (!flag.empty() && flag != e.field() && what.rfind(prefix, 0) == 0)
+      std::cerr << "kvsight: error: " << flag << ": " << what.substr(prefix.size()) << "\n";
+    else
+      std::cerr << "kvsight: error: " << what << "\n";
     return 2;
   } catch (const DeviceError& e) {
     std::cerr << "kvsight: device error: " << e.what() << "\n";

@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "flag_groups.hpp"
+#include "kvsight/app/engine_setup.hpp"
+#include "kvsight/counts.hpp"
 #include "kvsight/decode_model.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gates.hpp"
@@ -25,8 +28,6 @@ struct CliffArgs {
   std::string model;
   std::string gpu;
   EngineOptions options;
-  std::uint32_t block_size = 0;
-  std::int64_t max_model_len = 0;
   std::string contexts_text;
   std::string measure_contexts_text;
   double baseline_ms = -1;
@@ -36,27 +37,9 @@ struct CliffArgs {
   int repeats = 5;
 };
 
+// Contexts in the one count grammar (kvsight/counts.hpp): "1024,8K,32K".
 std::vector<std::uint64_t> parse_contexts(const std::string& text, const std::string& field) {
-  std::vector<std::uint64_t> out;
-  std::stringstream stream(text);
-  std::string item;
-  while (std::getline(stream, item, ',')) {
-    std::size_t used = 0;
-    unsigned long long value = 0;
-    try {
-      value = std::stoull(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || value == 0 || value > (1ULL << 24)) {
-      throw InputError(field,
-                       "'" + item + "' is not a context; allowed: comma-separated token counts 1..16777216");
-    }
-    out.push_back(value);
-  }
-  if (out.empty())
-    throw InputError(field, "empty list; allowed: comma-separated token counts, e.g. 1024,8192");
-  return out;
+  return parse_count_list(text, field, 1, 1ull << 24);
 }
 
 std::string read_text(const std::string& path, const std::string& field) {
@@ -140,9 +123,10 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   if (!scenario_mode && (args.model.empty() || args.gpu.empty())) {
     throw InputError("--scenario", "give --scenario vllm-50264, or --model and --gpu");
   }
-  EngineOptions options = args.options;
-  if (args.block_size > 0) options.block_size = args.block_size;
-  if (args.max_model_len != 0) options.max_model_len = args.max_model_len;
+  check_engine_spellings(state, args.options.engine);
+  // The same engine checks as plan and gates (KV cache types, block size, constraints).
+  const app::EngineSetup engine_setup = app::setup_engine(args.options);
+  const EngineOptions& options = engine_setup.options;
 
   DecodeScenario scenario;
   std::vector<std::uint64_t> contexts;
@@ -206,6 +190,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     kernel = gates.primary.selected;
     splits_context = gates.primary.splits_context;
     gate_errors = gates.errors;
+    // The engine would refuse to start: the curve is still shown, the verdict is 1.
+    if (!gate_errors.empty()) state.exit_code = 1;
     model_id = model.id;
     gpu_id = gpu.id;
     block_size = gates.block_size;
@@ -506,21 +492,12 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option("--model,-m", args->model,
                       "Catalog id, config.json path, directory, or HF cache org/name");
   command->add_option("--gpu,-g", args->gpu, "GPU catalog id");
-  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")
-      ->default_str("vllm");
-  command->add_option("--engine-version", args->options.engine_version,
-                      "Engine version (default newest known)");
-  command->add_option("--block-size", args->block_size, "vLLM --block-size");
-  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")
-      ->default_str("1");
-  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1")->check(positive_count());
-  command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype")
-      ->default_str("auto");
-  command->add_option("--max-model-len", args->max_model_len,
-                      "max_model_len (the gates see it as max_seq_len)");
+  add_engine_flags(*command, args->options);
+  add_count_flag(*command, "--batch", args->options.batch, "Sequences decoding together (default 1)", 1,
+                 1ull << 24);
   command->add_option(
       "--contexts", args->contexts_text,
-      "Comma list of contexts to predict (default 1024..32768; scenario: the published ones)");
+      "Comma list of contexts to predict, K/M allowed (default 1024..32768; scenario: the published ones)");
   command->add_option(
       "--baseline-ms", args->baseline_ms,
       "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");

@@ -3,6 +3,8 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "flag_groups.hpp"
+#include "kvsight/app/gates.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
@@ -16,8 +18,6 @@ struct GatesArgs {
   std::string model;
   std::string gpu;
   EngineOptions options;
-  std::uint32_t block_size = 0;
-  std::int64_t max_model_len = 0;
 };
 
 nlohmann::json verdict_json(const KernelVerdict& verdict) {
@@ -54,13 +54,14 @@ nlohmann::json group_json(const LayerGroupGate& group, std::uint32_t block_size)
 }
 
 void run_gates(const GatesArgs& args, CliState& state) {
-  EngineOptions options = args.options;
-  if (args.block_size > 0) options.block_size = args.block_size;
-  if (args.max_model_len != 0) options.max_model_len = args.max_model_len;
-  const ModelSpec model = resolve_model(args.model);
-  const GpuSpec& gpu = find_gpu(args.gpu);
-  const GateResult result = evaluate_gates(model, gpu, options);
-  state.exit_code = result.errors.empty() ? 0 : 1;
+  check_engine_spellings(state, args.options.engine);
+  if (args.gpu.empty()) throw InputError("--gpu", "is required; give a GPU catalog id (kvsight gpus)");
+  const app::GatesOutcome outcome = app::run_gates({args.model, args.gpu, args.options});
+  const ModelSpec& model = outcome.model;
+  const GpuSpec& gpu = outcome.gpu;
+  const EngineOptions& options = outcome.options;
+  const GateResult& result = outcome.gates;
+  state.exit_code = app::exit_code(outcome.verdict);
 
   if (state.format() == Format::json) {
     nlohmann::json groups = nlohmann::json::array();
@@ -146,7 +147,33 @@ void run_gates(const GatesArgs& args, CliState& state) {
                             reasons.empty() ? verdict.source : reasons});
   }
   if (state.format() == Format::csv) {
-    emit(state, render_table(kernels, Format::csv));
+    // One table that carries every figure of the report: the summary, each kernel's
+    // verdict with its reasons, each constraint, errors and notes.
+    Table csv;
+    csv.columns = {"section", "key", "value", "detail"};
+    csv.rows.push_back({"summary", "model", model.id, ""});
+    csv.rows.push_back({"summary", "gpu", gpu.id, gpu.arch});
+    csv.rows.push_back({"summary", "engine", result.engine, result.engine_version});
+    csv.rows.push_back({"summary", "head_size", std::to_string(primary.head_size), primary.kind});
+    csv.rows.push_back({"summary", "q_heads_per_rank", std::to_string(primary.q_heads_per_rank), ""});
+    csv.rows.push_back({"summary", "kv_heads_per_rank", std::to_string(primary.kv_heads_per_rank), ""});
+    csv.rows.push_back({"summary", "block_size", std::to_string(result.block_size), result.block_size_source});
+    csv.rows.push_back({"summary", "tensor_parallel_size", std::to_string(result.tp), ""});
+    csv.rows.push_back({"summary", "max_seq_len", std::to_string(result.max_seq_len), ""});
+    csv.rows.push_back({"summary", "selected", primary.selected, primary.selected_name});
+    csv.rows.push_back({"summary", "splits_context", primary.splits_context ? "true" : "false", split_rule});
+    for (const KernelVerdict& verdict : primary.kernels) {
+      std::string reasons;
+      for (const std::string& reason : verdict.reasons) reasons += (reasons.empty() ? "" : "; ") + reason;
+      csv.rows.push_back({"kernel", verdict.kernel,
+                          verdict.selected ? "selected" : (verdict.admitted ? "admitted" : "refused"),
+                          reasons.empty() ? verdict.source : reasons});
+    }
+    for (const GateConstraint& c : result.constraints)
+      csv.rows.push_back({"constraint", c.name, c.ok ? "ok" : "refused", c.detail});
+    for (const std::string& error : result.errors) csv.rows.push_back({"error", "", error, ""});
+    for (const std::string& note : result.notes) csv.rows.push_back({"note", "", note, ""});
+    emit(state, render_table(csv, Format::csv));
     return;
   }
   emit(state, render_report(report, state.format()) + "\n" + render_table(kernels, state.format()));
@@ -161,27 +188,12 @@ void add_gates_command(CLI::App& app, CliState& state) {
       "Which attention kernel the engine selects for this model on this device, every reason each other\n"
       "candidate is refused (condition and value), and the hard constraints that refuse start-up.\n"
       "Evaluated per group of attention layers; rules cite the engine file and version they were read from.");
-  command
-      ->add_option("--model,-m", args->model, "Catalog id, config.json path, directory, or HF cache org/name")
-      ->required();
-  command->add_option("--gpu,-g", args->gpu, "GPU catalog id (kvsight gpus)")->required();
-  command->add_option("--engine,-e", args->options.engine, "vllm, sglang, trtllm or llamacpp")
-      ->default_str("vllm");
-  command->add_option("--engine-version", args->options.engine_version,
-                      "Engine version the rules apply to (default: the newest known)");
-  command->add_option("--block-size", args->block_size,
-                      "vLLM --block-size (default 16, raised for hybrid models as vLLM does)");
-  command->add_option("--tp,--tensor-parallel-size", args->options.tp, "Tensor-parallel size")
-      ->default_str("1");
-  command->add_option("--kv-cache-dtype", args->options.kv_cache_dtype, "KV cache dtype (vLLM/SGLang names)")
-      ->default_str("auto");
-  command->add_option("--cache-type-k", args->options.cache_type_k, "llama.cpp K cache type")
-      ->default_str("f16");
-  command->add_option("--cache-type-v", args->options.cache_type_v, "llama.cpp V cache type")
-      ->default_str("f16");
-  command->add_option("--max-model-len", args->max_model_len,
-                      "Longest sequence (default: the model's maximum); the gates see it as max_seq_len");
-  command->add_option("--batch", args->options.batch, "Sequences decoding together")->default_str("1")->check(positive_count());
+  add_model_gpu_flags(*command, args->model, args->gpu, true,
+                      "Catalog id or Hugging Face id, config.json path, directory, or HF cache org/name",
+                      "GPU catalog id, any case (kvsight gpus); required");
+  add_engine_flags(*command, args->options);
+  add_count_flag(*command, "--batch", args->options.batch, "Sequences decoding together (default 1)", 1,
+                 1ull << 24);
   add_output_options(*command, state);
   command->footer(
       "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention "

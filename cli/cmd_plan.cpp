@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "flag_groups.hpp"
+#include "kvsight/app/plan.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/decode_model.hpp"
@@ -25,65 +27,31 @@ struct PlanArgs {
   std::string gpu;
   std::optional<double> gpu_mem_gib;
   EngineOptions engine;
-  std::optional<std::uint32_t> block_size;
-  bool offline = false;
   bool no_warnings = false;
 };
 
-// Strict unsigned parsing for count flags: CLI11 2.1 saturates a value beyond
-// 2^64 - 1 and wraps a negative one, which would turn a typo into a wrong number.
-std::uint64_t parse_count(const std::string& text, const std::string& flag) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw InputError(flag, "is '" + text + "'; allowed: a non-negative integer");
-  std::uint64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error == std::errc::result_out_of_range || end != text.data() + text.size())
-    throw InputError(flag, "is " + text + ", which exceeds 2^64 - 1; allowed: a non-negative integer up to 18446744073709551615");
-  return value;
-}
-
-template <typename Target>
-CLI::Option* add_count(CLI::App& cmd, const std::string& names, Target& target, const std::string& help) {
-  const std::string flag = names.substr(0, names.find(','));
-  return cmd.add_option_function<std::string>(
-      names, [&target, flag](const std::string& text) { target = parse_count(text, flag); }, help);
-}
-
-void check_fraction(const std::optional<double>& value, const char* flag) {
-  if (value && !(*value > 0.0 && *value <= 1.0))
-    throw InputError(flag, "is " + fixed(*value, 4) + "; allowed: a fraction in (0, 1]");
-}
 void check_gib(const std::optional<double>& value, const char* flag) {
-  if (value && !(*value >= 0.0 && *value < 1.0e9))
+  if (value && !(std::isfinite(*value) && *value >= 0.0 && *value < 1.0e9))
     throw InputError(flag, "is " + fixed(*value, 3) + "; allowed: a non-negative number of GiB");
 }
 
 void validate(PlanArgs& a) {
-  check_fraction(a.engine.gpu_memory_utilization, "--gpu-memory-utilization");
-  check_fraction(a.engine.mem_fraction_static, "--mem-fraction-static");
-  check_fraction(a.engine.free_gpu_memory_fraction, "--free-gpu-memory-fraction");
   check_gib(a.engine.activation_gib, "--activation-gib");
   check_gib(a.engine.non_torch_gib, "--non-torch-gib");
   check_gib(a.engine.cuda_graph_gib, "--cuda-graph-gib");
   check_gib(a.engine.weights_gib, "--weights-gib");
-  if (a.engine.tp == 0) throw InputError("--tensor-parallel-size", "is 0; allowed: a positive integer");
-  if (a.engine.pp == 0) throw InputError("--pipeline-parallel-size", "is 0; allowed: a positive integer");
-  if (a.engine.batch == 0) throw InputError("--batch", "is 0; allowed: a positive integer");
-  if (a.engine.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
-  if (a.block_size) {
-    if (*a.block_size == 0) throw InputError("--block-size", "is 0; allowed: a positive number of tokens");
-    a.engine.block_size = a.block_size;
-  }
-  if (a.engine.max_model_len && *a.engine.max_model_len == 0)
-    throw InputError("--max-model-len", "is 0; allowed: a positive length, or -1 for the largest that fits");
-  if (a.engine.max_model_len && *a.engine.max_model_len < -1)
-    throw InputError("--max-model-len", "is negative; allowed: a positive length, or -1 for the largest that fits");
   if (a.gpu_mem_gib) {
-    if (!(*a.gpu_mem_gib > 0.0 && *a.gpu_mem_gib < 1.0e7))
+    if (!(std::isfinite(*a.gpu_mem_gib) && *a.gpu_mem_gib > 0.0 && *a.gpu_mem_gib < 1.0e7))
       throw InputError("--gpu-mem-gib", "is " + fixed(*a.gpu_mem_gib, 3) + "; allowed: a positive number of GiB");
     a.engine.gpu_memory_bytes = static_cast<std::uint64_t>(std::llround(*a.gpu_mem_gib * kGiB));
   }
-  a.engine.api_server = !a.offline;
+}
+
+nlohmann::json checks_json(const std::vector<StartupCheck>& checks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StartupCheck& c : checks)
+    out.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}, {"source", c.source}});
+  return out;
 }
 
 nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r, const EngineOptions& o) {
@@ -186,7 +154,7 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
     cap.rows.push_back({"blocks", with_commas(c.num_blocks), "page " + with_commas(c.page_bytes) + " B"});
     cap.rows.push_back({"KV tokens", with_commas(c.kv_tokens), ""});
     cap.rows.push_back({"max concurrency at " + with_commas(c.max_model_len), fixed(c.max_concurrency, 2) + "x",
-                        c.fits ? "fits" : "DOES NOT FIT"});
+                        c.fits ? "fits" : "DOES NOT FIT (exit 1)"});
     cap.rows.push_back({"largest max_model_len that fits", with_commas(c.largest_max_model_len), ""});
     rep.sections.push_back(cap);
   }
@@ -205,88 +173,161 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
   return rep;
 }
 
-void add_cliff_warning(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options, PlanResult& result) {
-  if (!gpu) return;
-  try {
-    if (auto warning = decode_cliff_warning(model, *gpu, options)) result.warnings.push_back(*warning);
-  } catch (const InputError&) {
-    // A model the gates cannot judge (e.g. no attention layers) gets no warning.
+// CSV of one plan: one row per figure, raw numbers, units in their own column
+// (issue #9: CSV carries numbers, not display strings), then every warning, note,
+// assumption and engine log line.
+Table plan_csv(const app::PlanItem& item) {
+  Table t;
+  t.columns = {"section", "key", "value", "unit", "note"};
+  const PlanResult& r = item.result;
+  auto row = [&t](const std::string& section, const std::string& key, const std::string& value,
+                  const std::string& unit, const std::string& note = "") {
+    t.rows.push_back({section, key, value, unit, note});
+  };
+  auto n = [](auto v) { return std::to_string(v); };
+  row("kv", "bytes_per_token", n(r.kv.bytes_per_token), "B");
+  row("kv", "bytes_per_token_all_layers", n(r.kv.bytes_per_token_all_layers), "B");
+  row("kv", "state_bytes_per_sequence", n(r.kv.state_bytes_per_sequence), "B");
+  row("kv", "block_size", n(r.kv.block_size), "tokens");
+  row("kv", "context", n(r.kv.context), "tokens");
+  row("kv", "bytes_per_sequence", n(r.kv.bytes_per_sequence), "B");
+  row("kv", "blocks_per_sequence", n(r.kv.blocks_per_sequence), "blocks");
+  row("kv", "batch", n(r.kv.batch), "sequences");
+  row("kv", "bytes_per_batch", n(r.kv.bytes_per_batch), "B");
+  row("weights", "params", n(r.weights.params), "parameters");
+  row("weights", "bytes", n(r.weights.bytes), "B", r.weights.exact ? "exact" : "estimate");
+  row("weights", "bytes_per_rank", n(r.weights.bytes_per_rank), "B");
+  if (r.capacity) {
+    const Capacity& c = *r.capacity;
+    row("capacity", "gpu_memory_bytes", n(c.gpu_memory_bytes), "B");
+    row("capacity", "requested_bytes", n(c.requested_bytes), "B");
+    row("capacity", "overhead_bytes", n(c.overhead_bytes), "B", "estimate");
+    row("capacity", "available_kv_bytes", n(c.available_kv_bytes), "B");
+    row("capacity", "page_bytes", n(c.page_bytes), "B");
+    row("capacity", "num_blocks", n(c.num_blocks), "blocks");
+    row("capacity", "kv_tokens", n(c.kv_tokens), "tokens");
+    row("capacity", "max_model_len", n(c.max_model_len), "tokens");
+    row("capacity", "max_concurrency", fixed(c.max_concurrency, 6), "sequences");
+    row("capacity", "fits", c.fits ? "true" : "false", "");
+    row("capacity", "largest_max_model_len", n(c.largest_max_model_len), "tokens");
   }
+  for (const StartupCheck& c : item.checks) row("constraint", c.name, c.ok ? "ok" : "refused", "", c.detail);
+  for (const auto& a : r.assumptions) row("assumption", a.name, a.value, "", a.why);
+  for (const auto& line : r.engine_log) row("engine_log", r.engine, line, "");
+  for (const auto& note : r.notes) row("note", "", note, "");
+  for (const auto& warning : r.warnings) row("warning", "", warning, "");
+  return t;
 }
 
 void run_plan(PlanArgs args, CliState& state) {
+  check_engine_spellings(state, args.engine.engine);
   validate(args);
   const Format format = state.format();
-  const auto models = expand_model_list(args.model);
-  std::vector<std::string> gpus;
-  if (!args.gpu.empty()) gpus = expand_gpu_list(args.gpu);
-  if (!args.gpu.empty() && args.engine.gpu_memory_bytes)
-    throw InputError("--gpu-mem-gib", "give either --gpu or --gpu-mem-gib, not both");
-  const auto engine = make_engine(args.engine.engine);
+  app::PlanRequest request;
+  request.models = args.model;
+  request.gpus = args.gpu;
+  request.options = args.engine;
+  request.decode_warnings = !args.no_warnings;
+  const app::PlanOutcome outcome = app::run_plan(request);
+  state.exit_code = app::exit_code(outcome.verdict);
+  const EngineOptions& options = outcome.options;
 
-  // vLLM and SGLang refuse to start when TP does not divide the attention heads
-  // (vllm/config/parallel.py verify_with_model_config; gates.md "Engine constraints").
-  auto check_tp = [&args](const ModelSpec& model) {
-    const std::string& e = args.engine.engine;
-    if ((e == "vllm" || e == "sglang") && model.num_attention_heads > 0 &&
-        model.num_attention_heads % args.engine.tp != 0)
-      throw InputError("--tensor-parallel-size", std::to_string(args.engine.tp) + " does not divide the " +
-                                                      std::to_string(model.num_attention_heads) + " attention heads of " +
-                                                      model.id + "; " + e + " refuses to start (see `kvsight gates`)");
-  };
-  const bool single = models.size() == 1 && gpus.size() <= 1;
-  if (single) {
-    const ModelSpec model = resolve_model(models[0]);
-    check_tp(model);
-    const GpuSpec* gpu = gpus.empty() ? nullptr : &find_gpu(gpus[0]);
-    PlanResult result = engine->plan(model, gpu, args.engine);
-    // What the config reader had to assume belongs next to the figures it affects.
-    result.notes.insert(result.notes.begin(), model.notes.begin(), model.notes.end());
-    if (!args.no_warnings) add_cliff_warning(model, gpu, args.engine, result);
-    if (format == Format::json) emit(state, render_json(to_json(model, gpu, result, args.engine)));
-    else emit(state, render_report(to_report(model, gpu, result, args.engine), format));
+  if (!outcome.fleet) {
+    const app::PlanItem& item = outcome.items.front();
+    const GpuSpec* gpu = item.gpu ? &*item.gpu : nullptr;
+    if (format == Format::json) {
+      nlohmann::json j = to_json(item.model, gpu, item.result, options);
+      j["constraints"] = checks_json(item.checks);
+      j["refusals"] = item.refusals;
+      j["verdict"] = item.verdict == app::Verdict::ok ? "ok" : "check_failed";
+      emit(state, render_json(j));
+    } else if (format == Format::csv) {
+      emit(state, render_table(plan_csv(item), format));
+    } else {
+      emit(state, render_report(to_report(item.model, gpu, item.result, options), format));
+    }
     return;
   }
 
-  // Fleet: one row per (model, GPU) pair. Bad input in one pair is still an
-  // error for the whole run: a capacity table with a silently missing row would mislead.
+  // Fleet: one row per (model, GPU) pair. Bad input in one pair is still an error for
+  // the whole run: a capacity table with a silently missing row would mislead.
+  std::size_t gpus = 0;
+  for (const app::PlanItem& item : outcome.items)
+    if (&item == &outcome.items.front() || item.model.id == outcome.items.front().model.id) ++gpus;
+  std::size_t models = outcome.items.size() / std::max<std::size_t>(1, gpus);
   Table table;
-  table.title = "kvsight plan: " + std::to_string(models.size()) + " model(s) x " +
-                std::to_string(std::max<std::size_t>(1, gpus.size())) + " GPU(s) under " + engine->name() +
-                " (TP " + std::to_string(args.engine.tp) + ", PP " + std::to_string(args.engine.pp) + ")";
-  table.columns = {"model", "gpu", "KV B/token", "KV/seq GiB", "weights GiB", "KV avail GiB", "blocks", "KV tokens",
-                   "max_model_len", "max conc", "largest len"};
-  table.right_align = {false, false, true, true, true, true, true, true, true, true, true};
+  table.title = "kvsight plan: " + std::to_string(models) + " model(s) x " + std::to_string(gpus) +
+                " GPU(s) under " + outcome.engine + " (TP " + std::to_string(options.tp) + ", PP " +
+                std::to_string(options.pp) + ")";
+  const bool csv = format == Format::csv;
+  // CSV: raw numbers, units in the column names; table/markdown: readable figures.
+  if (csv) {
+    table.columns = {"model",          "gpu",          "kv_bytes_per_token", "kv_bytes_per_sequence",
+                     "weights_bytes_per_rank", "available_kv_bytes", "num_blocks", "kv_tokens",
+                     "max_model_len_tokens", "max_concurrency", "fits", "largest_max_model_len_tokens",
+                     "warnings"};
+  } else {
+    table.columns = {"model",     "gpu",       "KV B/token",    "KV/seq GiB", "weights GiB", "KV avail GiB",
+                     "blocks",    "KV tokens", "max_model_len", "max conc",   "largest len"};
+    table.right_align = {false, false, true, true, true, true, true, true, true, true, true};
+  }
   nlohmann::json rows = nlohmann::json::array();
-  if (gpus.empty()) gpus.push_back("");
-  for (const auto& model_id : models) {
-    const ModelSpec model = resolve_model(model_id);
-    check_tp(model);
-    for (const auto& gpu_id : gpus) {
-      const GpuSpec* gpu = gpu_id.empty() ? nullptr : &find_gpu(gpu_id);
-      PlanResult r = engine->plan(model, gpu, args.engine);
-      if (format == Format::json) {
-        rows.push_back(to_json(model, gpu, r, args.engine));
-        continue;
-      }
-      std::vector<std::string> row{model.id, gpu ? gpu->id : "-", with_commas(r.kv.bytes_per_token),
-                                   fixed(to_gib(r.kv.bytes_per_sequence), 2), fixed(to_gib(r.weights.bytes_per_rank), 2)};
+  std::vector<std::string> footer;
+  for (const app::PlanItem& item : outcome.items) {
+    const PlanResult& r = item.result;
+    const GpuSpec* gpu = item.gpu ? &*item.gpu : nullptr;
+    if (format == Format::json) {
+      nlohmann::json j = to_json(item.model, gpu, r, options);
+      j["constraints"] = checks_json(item.checks);
+      j["refusals"] = item.refusals;
+      j["verdict"] = item.verdict == app::Verdict::ok ? "ok" : "check_failed";
+      rows.push_back(std::move(j));
+      continue;
+    }
+    const std::string gpu_id = gpu ? gpu->id : "-";
+    for (const std::string& w : r.warnings) footer.push_back("WARNING " + item.model.id + " on " + gpu_id + ": " + w);
+    if (csv) {
+      std::string warnings;
+      for (const std::string& w : r.warnings) warnings += (warnings.empty() ? "" : " | ") + w;
+      std::vector<std::string> row{item.model.id, gpu_id, std::to_string(r.kv.bytes_per_token),
+                                   std::to_string(r.kv.bytes_per_sequence), std::to_string(r.weights.bytes_per_rank)};
       if (r.capacity) {
         const Capacity& c = *r.capacity;
-        row.push_back(fixed(to_gib(c.available_kv_bytes), 2));
-        row.push_back(with_commas(c.num_blocks));
-        row.push_back(with_commas(c.kv_tokens));
-        row.push_back(with_commas(c.max_model_len));
-        row.push_back(c.fits ? fixed(c.max_concurrency, 2) + "x" : "no fit");
-        row.push_back(with_commas(c.largest_max_model_len));
+        row.insert(row.end(), {std::to_string(c.available_kv_bytes), std::to_string(c.num_blocks),
+                               std::to_string(c.kv_tokens), std::to_string(c.max_model_len),
+                               fixed(c.max_concurrency, 6), item.fits ? "true" : "false",
+                               std::to_string(c.largest_max_model_len)});
       } else {
-        row.insert(row.end(), 6, "-");
+        row.insert(row.end(), 7, "");
       }
+      row.push_back(warnings);
       table.rows.push_back(std::move(row));
+      continue;
     }
+    std::vector<std::string> row{item.model.id, gpu_id, with_commas(r.kv.bytes_per_token),
+                                 fixed(to_gib(r.kv.bytes_per_sequence), 2), fixed(to_gib(r.weights.bytes_per_rank), 2)};
+    if (r.capacity) {
+      const Capacity& c = *r.capacity;
+      row.push_back(fixed(to_gib(c.available_kv_bytes), 2));
+      row.push_back(with_commas(c.num_blocks));
+      row.push_back(with_commas(c.kv_tokens));
+      row.push_back(with_commas(c.max_model_len));
+      row.push_back(!item.refusals.empty() ? "refused" : c.fits ? fixed(c.max_concurrency, 2) + "x" : "no fit");
+      row.push_back(with_commas(c.largest_max_model_len));
+    } else {
+      row.insert(row.end(), 6, "-");
+    }
+    table.rows.push_back(std::move(row));
   }
-  if (format == Format::json) emit(state, render_json({{"rows", rows}}));
-  else emit(state, render_table(table, format));
+  if (format == Format::json) {
+    emit(state, render_json({{"rows", rows}, {"verdict", outcome.verdict == app::Verdict::ok ? "ok" : "check_failed"}}));
+    return;
+  }
+  std::string text = render_table(table, format);
+  if (!csv && !footer.empty()) {
+    for (const std::string& line : footer) text += line + "\n";
+  }
+  emit(state, text);
 }
 
 }  // namespace
@@ -304,50 +345,29 @@ void add_plan_command(CLI::App& app, CliState& state) {
       "  kvsight plan --model llama-3.1-8b --gpu rtx3090 --max-model-len 20000 --gpu-memory-utilization 0.9\n"
       "  kvsight plan --model all --gpu h100-sxm,mi300x --format csv");
   auto& e = args->engine;
-  cmd->add_option("--model,-m", args->model,
-                  "Catalog id (kvsight models), config.json path, model directory, or org/name in the local HF "
-                  "cache; comma list or 'all' for a fleet table")
-      ->required();
-  cmd->add_option("--gpu,-g", args->gpu, "GPU catalog id (kvsight gpus); comma list or 'all'");
+  add_model_gpu_flags(*cmd, args->model, args->gpu, true,
+                      "Catalog id or Hugging Face id (kvsight models), config.json path, model directory, or "
+                      "org/name in the local HF cache; comma list or 'all' for a fleet table",
+                      "GPU catalog id, any case (kvsight gpus); comma list or 'all'");
   cmd->add_option("--gpu-mem-gib", args->gpu_mem_gib, "GPU memory in GiB instead of a catalog GPU");
-  cmd->add_option("--engine,-e", e.engine, "Engine whose budget rules apply: vllm, sglang, trtllm, llamacpp")
-      ->default_str("vllm");
-  cmd->add_option("--engine-version", e.engine_version, "Engine version whose defaults and log lines to use (default: newest known)");
-  add_count(*cmd, "--context,-c", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)");
-  add_count(*cmd, "--batch,-b", e.batch, "Sequences in the batch for kv.bytes_per_batch (default 1)");
-  cmd->add_option("--kv-cache-dtype", e.kv_cache_dtype,
-                  "[vLLM, SGLang, TRT-LLM] KV dtype: auto (model dtype), bf16, fp16, fp32, fp8, fp8_e4m3, fp8_e5m2, "
-                  "fp8_ds_mla, fp8_per_token_head, int8, nvfp4, int4_g32, ...")
-      ->default_str("auto");
-  cmd->add_option("--block-size", args->block_size, "[vLLM] tokens per KV block (TRT-LLM tokens_per_block, SGLang page size)");
-  cmd->add_option("--tensor-parallel-size,--tp", e.tp, "[vLLM, SGLang, TRT-LLM] tensor-parallel ranks")->default_str("1");
-  cmd->add_option("--pipeline-parallel-size,--pp", e.pp, "[vLLM, SGLang, TRT-LLM] pipeline stages")->default_str("1");
-  cmd->add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
-                  "[vLLM] fraction of total GPU memory vLLM may use (default 0.92; 0.90 through 0.11.x)");
-  cmd->add_option("--max-model-len", e.max_model_len, "[vLLM] context length; -1 = the largest that fits (default: from config)");
-  add_count(*cmd, "--max-num-batched-tokens", e.max_num_batched_tokens, "[vLLM] tokens per scheduler step (default by GPU and version)");
-  add_count(*cmd, "--max-num-seqs", e.max_num_seqs, "[vLLM] sequences per step (default by GPU and version)");
-  add_count(*cmd, "--kv-cache-memory-bytes", e.kv_cache_memory_bytes, "[vLLM] KV cache size in bytes, skipping the memory profile");
-  cmd->add_flag("--enforce-eager", e.enforce_eager, "[vLLM] no CUDA graphs (no graph memory estimate)");
-  cmd->add_flag("--enable-prefix-caching", e.enable_prefix_caching, "[vLLM] prefix caching (hybrid models keep one more state page)");
-  cmd->add_flag("--offline", args->offline, "[vLLM] defaults of the offline LLM class instead of `vllm serve`");
-  cmd->add_option("--mem-fraction-static", e.mem_fraction_static, "[SGLang] fraction for weights + KV pool");
-  cmd->add_option("--free-gpu-memory-fraction", e.free_gpu_memory_fraction, "[TRT-LLM] fraction of free memory for KV (default 0.9)");
-  add_count(*cmd, "--ctx-size", e.ctx_size, "[llama.cpp] n_ctx, KV cells (default 4096, llama.cpp's common default; 0 = the model's training context)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--parallel", e.parallel, "[llama.cpp] slots sharing n_ctx")->default_str("1");
-  cmd->add_option("--cache-type-k", e.cache_type_k, "[llama.cpp] K cache type: f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl")
-      ->default_str("f16");
-  cmd->add_option("--cache-type-v", e.cache_type_v, "[llama.cpp] V cache type (same values)")->default_str("f16");
-  cmd->add_flag("--swa-full", e.swa_full, "[llama.cpp] full-size cache for sliding-window layers");
-  cmd->add_option("--ubatch-size", e.ubatch_size, "[llama.cpp] n_ubatch")->default_str("512")->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--kv-unified", e.kv_unified, "[llama.cpp] one KV buffer shared by all slots");
+  add_engine_flags(*cmd, e);
+  // No range beyond 64 bits: the products they enter are overflow-checked and say which.
+  add_count_flag(*cmd, "--context", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)",
+                 0, UINT64_MAX);
+  add_count_flag(*cmd, "--batch,-b", e.batch,
+                 "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
+                 "(default 1)",
+                 1, UINT64_MAX);
   cmd->add_option("--activation-gib", e.activation_gib, "Override the activation-peak estimate (GiB)");
   cmd->add_option("--non-torch-gib", e.non_torch_gib, "Override the non-torch memory estimate (GiB)");
   cmd->add_option("--cuda-graph-gib", e.cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");
   cmd->add_option("--weights-gib", e.weights_gib, "Override the weights size (GiB, whole model)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
   add_output_options(*cmd, state);
+  cmd->footer(
+      "Exit codes: 0 the plan fits; 1 the engine would refuse to start (e.g. --tp does not divide the attention\n"
+      "heads, --max-model-len above the model's maximum) or --batch sequences at max_model_len do not fit;\n"
+      "2 bad input. JSON: kv.*, weights.*, capacity.*, constraints[], refusals[], warnings[], engine_log[].");
   cmd->callback([args, &state] { run_plan(*args, state); });
 }
 

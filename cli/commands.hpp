@@ -4,6 +4,7 @@
 // exit code goes to state.exit_code (0 ok, 1 check failed, 2 bad input, 3 device).
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "output.hpp"
 
@@ -13,6 +14,8 @@ struct CliState {
   std::string format_text = "table";  // --format
   std::string output_path;            // --output: write here (atomically) instead of stdout
   int exit_code = 0;
+  std::vector<std::string> typed_flags;  // every flag token as typed (normalize_arguments)
+  std::string engine;                    // the selected engine, once known (error messages)
   Format format() const { return parse_format(format_text); }
 };
 

@@ -29,7 +29,7 @@
 
 // 8, 16, 32 get their own instances (vLLM CUDA paged_attention's block sizes,
 // csrc/attention/paged_attention_v1.cu); any other size runs the runtime path
-// (BLOCK_SIZE 0), e.g. 784 of hybrid models (reference/cliff.md).
+// (BLOCK_SIZE 0), e.g. 784 of hybrid models (docs/reference/cliff.md).
 #define KVS_DISPATCH_BLOCK_SIZE(value, NAME, ...)                              \
   switch (value) {                                                             \
     case 8: {                                                                  \

@@ -5,7 +5,7 @@
 // head of the GQA group and walking the whole context serially with an online
 // softmax: the structure of vLLM's Triton kernel_paged_attention_2d
 // (vllm/attention/ops/chunked_prefill_paged_decode.py), whose time grows with
-// context because only sequences x kv_heads programs exist (reference/cliff.md).
+// context because only sequences x kv_heads programs exist (docs/reference/cliff.md).
 //
 // paged_decode_splitkv + paged_decode_reduce: the same walk over one slice of the
 // context per program (grid z = split), writing unnormalised partial outputs

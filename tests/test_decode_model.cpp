@@ -1,5 +1,5 @@
 // Decode model: the arithmetic of step(c) = baseline + layers x call(c), checked by
-// hand from the published figures (shared/reference/cliff.md).
+// hand from the published figures (docs/reference/cliff.md).
 #include <gtest/gtest.h>
 
 #include <cmath>

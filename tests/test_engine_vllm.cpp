@@ -50,7 +50,7 @@ TEST(VllmBlockSize, MlaForcedTo64UnlessAMultiple) {
   EXPECT_EQ(vllm_block_size(m, o), 128u);  // already a multiple of 64
 }
 
-// Qwen3.6-27B shape (shared/reference/cliff.md): 64 layers, every 4th full attention
+// Qwen3.6-27B shape (docs/reference/cliff.md): 64 layers, every 4th full attention
 // (16), 48 gated delta-net layers; attention head_dim 256, 4 KV heads, 24 Q heads;
 // linear_key_head_dim 128 x 16 key heads, linear_value_head_dim 128 x 48 value heads,
 // conv kernel 4, conv state bf16, mamba_ssm_dtype float32 (Qwen3.5/3.6 configs).

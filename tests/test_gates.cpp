@@ -1,5 +1,5 @@
 // Gates: the kernel an engine selects, every refusal reason, and start-up constraints.
-// Expected values come from the engine rules quoted in shared/reference/gates.md.
+// Expected values come from the engine rules quoted in docs/reference/gates.md.
 #include <gtest/gtest.h>
 
 #include <algorithm>

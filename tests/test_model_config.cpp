@@ -160,7 +160,7 @@ TEST(ModelConfig, JambaAttentionPeriodAndMambaState) {
 }
 
 TEST(ModelConfig, GatedDeltaNetStateQwen36Shape) {
-  // The hybrid of reference/cliff.md: 64 layers, every 4th full attention,
+  // The hybrid of docs/reference/cliff.md: 64 layers, every 4th full attention,
   // head_dim 256, 24 Q / 4 KV heads; gated delta-net 16 key heads x 128,
   // 48 value heads x 128, conv kernel 4, ssm state in float32.
   const ModelSpec m = parse(R"({"model_type":"qwen3_next","hidden_size":5120,"num_hidden_layers":64,

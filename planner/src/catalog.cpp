@@ -1,6 +1,8 @@
 // The built-in catalogs, embedded at build time (cmake/embed_catalog.cmake).
 #include "kvsight/catalog.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -71,9 +73,19 @@ const std::vector<CatalogModel>& model_catalog() {
   return models;
 }
 
+namespace {
+bool same_ignoring_case(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+}  // namespace
+
 const CatalogModel* find_catalog_model(const std::string& id) {
+  // By kvsight id ("llama-3.1-8b") or by the Hugging Face id the entry was taken from
+  // ("meta-llama/Llama-3.1-8B"), ignoring case as the Hub does.
   for (const auto& m : model_catalog())
-    if (m.id == id) return &m;
+    if (same_ignoring_case(m.id, id) || same_ignoring_case(m.name, id)) return &m;
   return nullptr;
 }
 
@@ -83,8 +95,9 @@ const std::vector<GpuSpec>& gpu_catalog() {
 }
 
 const GpuSpec& find_gpu(const std::string& id) {
+  // "H200", "h200" and "RTX4090" name the same entries.
   for (const auto& g : gpu_catalog())
-    if (g.id == id) return g;
+    if (same_ignoring_case(g.id, id)) return g;
   std::string ids;
   for (const auto& g : gpu_catalog()) ids += (ids.empty() ? "" : ", ") + g.id;
   throw InputError("--gpu", "unknown GPU '" + id + "'; allowed: " + ids + " (or --gpu-mem-gib X)");
@@ -100,8 +113,7 @@ std::vector<std::string> expand_gpu_list(const std::string& arg) {
   std::string item;
   while (std::getline(stream, item, ',')) {
     if (item.empty()) throw InputError("--gpu", "'" + arg + "' has an empty entry; give ids separated by commas, or all");
-    find_gpu(item);  // validate now, with the list of ids in the message
-    out.push_back(item);
+    out.push_back(find_gpu(item).id);  // validate now, with the list of ids in the message
   }
   if (out.empty()) throw InputError("--gpu", "is empty");
   return out;

@@ -1,4 +1,4 @@
-// The KV dtype table. Sources: shared/reference/formulas.md "KV dtypes";
+// The KV dtype table. Sources: docs/reference/formulas.md "KV dtypes";
 // llama.cpp ggml/src/ggml-common.h (block_q8_0: fp16 d + 32 x int8 = 34 B; block_q4_0:
 // fp16 d + 16 B = 18 B; block_q4_1: fp16 d, m + 16 B = 20 B; block_q5_0: fp16 d + 4 B qh +
 // 16 B = 22 B; block_q5_1: 24 B; block_iq4_nl: fp16 d + 16 B = 18 B); vLLM

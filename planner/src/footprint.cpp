@@ -1,5 +1,5 @@
 // Per-layer KV and recurrent-state sizes on one rank. Sources:
-// shared/reference/formulas.md; vllm/model_executor/layers/mamba/mamba_utils.py
+// docs/reference/formulas.md; vllm/model_executor/layers/mamba/mamba_utils.py
 // (MambaStateShapeCalculator), vllm/distributed/utils.py (get_pp_indices).
 #include "kvsight/footprint.hpp"
 

@@ -417,7 +417,7 @@ void validate_kernel(const std::string& kernel) {
 }
 
 // Split count for split-KV decode. Sources:
-//  - vLLM PR #45916 (kernel_paged_attention_2d_splitkv, reference/cliff.md): aim
+//  - vLLM PR #45916 (kernel_paged_attention_2d_splitkv, docs/reference/cliff.md): aim
 //    for about 2 x the multiprocessor count of programs, and do not split below
 //    about 84 x 16 = 1344 tokens of context (the split then costs more than it
 //    saves). That PR reports 14 splits at batch 1 from 4K up on a 42-"CU" gfx1100;

@@ -2,7 +2,7 @@
 // Engine budgets: how much memory an engine gives to KV on a GPU, and what that
 // buys (blocks, tokens, concurrency, the largest max_model_len that fits). One
 // implementation per engine (planner/src/engines/<name>.cpp), each citing the
-// engine source it follows (shared/reference/formulas.md, overheads.md).
+// engine source it follows (docs/reference/formulas.md, overheads.md).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,6 +47,7 @@ struct EngineOptions {
   std::uint32_t parallel = 1;             // --parallel (slots)
   std::string cache_type_k = "f16";       // --cache-type-k
   std::string cache_type_v = "f16";       // --cache-type-v
+  std::string flash_attn = "auto";        // --flash-attn / -fa: on, off, auto
   bool swa_full = false;                  // --swa-full
   std::uint64_t ubatch_size = 512;        // --ubatch-size (n_ubatch)
   bool kv_unified = false;                // --kv-unified
@@ -105,18 +106,95 @@ struct PlanResult {
   std::vector<std::string> warnings;
 };
 
+// The option fields of EngineOptions that a user sets by flag. Each engine says which
+// it reads and how it spells them (Engine::flags); kvsight's own neutral spellings
+// are in option_fields() (kvsight/engine_options.hpp).
+enum class OptionField {
+  tensor_parallel_size,
+  pipeline_parallel_size,
+  kv_cache_dtype,
+  block_size,
+  max_model_len,
+  gpu_memory_utilization,
+  max_num_batched_tokens,
+  max_num_seqs,
+  kv_cache_memory_bytes,
+  enforce_eager,
+  enable_prefix_caching,
+  offline,
+  mem_fraction_static,
+  free_gpu_memory_fraction,
+  ctx_size,
+  parallel,
+  cache_type_k,
+  cache_type_v,
+  flash_attn,
+  swa_full,
+  ubatch_size,
+  kv_unified,
+};
+
+// One option as an engine's own command line spells it ("--tp-size" for SGLang).
+struct EngineFlag {
+  OptionField field;
+  std::vector<std::string> spellings;  // the engine's names for it, long form first
+};
+
+// The attention block (page) size an engine will really use, and why.
+struct BlockSizeChoice {
+  std::uint32_t tokens = 0;  // 0: the engine has no paged KV blocks (llama.cpp)
+  std::string source;        // "--block-size", "vLLM default", "raised by vLLM ..."
+};
+
+// One start-up check an engine applies before it serves (TP divides heads, ...).
+struct StartupCheck {
+  std::string name;
+  bool ok = true;
+  std::string detail;
+  std::string source;  // engine file and version the rule was read from
+};
+
 class Engine {
  public:
   virtual ~Engine() = default;
   virtual std::string name() const = 0;
   virtual std::vector<std::string> known_versions() const = 0;
+
+  // --- What the engine knows about itself (issue #9: one registration per engine).
+  // "vLLM", "llama.cpp": for messages.
+  virtual std::string display_name() const = 0;
+  // Other spellings users type for --engine ("llama.cpp", "tensorrt-llm").
+  virtual std::vector<std::string> aliases() const { return {}; }
+  // The version planned for when --engine-version is not given.
+  virtual std::string default_version() const = 0;
+  // The options the engine reads, in its own spellings.
+  virtual std::vector<EngineFlag> flags() const = 0;
+  // Allowed values of the KV cache type option(s) the engine reads (kv_cache_dtype,
+  // or cache_type_k / cache_type_v for llama.cpp and exllama).
+  virtual std::vector<std::string> kv_cache_dtypes() const = 0;
+  // The block size the engine uses for this model, after its own adjustments. Throws
+  // InputError("block_size", ...) for a --block-size the engine refuses.
+  virtual BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const = 0;
+  // The checks the engine applies at start-up that depend on the model and options only
+  // (kernel availability is the gates' part). gpu may be null.
+  virtual std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec* gpu,
+                                                   const EngineOptions& options) const = 0;
+  // Whether planner/src/gates has attention-kernel rules for this engine.
+  virtual bool has_gate_rules() const { return false; }
+  // Refuses (InputError naming the field) a KV cache type outside kv_cache_dtypes(), for
+  // each cache-type field the engine reads; every use case calls it before planning.
+  void check_options(const EngineOptions& options) const;
+
   // gpu may be null: then only the kv and weights figures are computed.
   virtual PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const = 0;
 };
 
-// Throws InputError("--engine", ...) listing the engines.
+// The one list of engines (planner/src/engines/registry.cpp). Names and aliases are
+// matched case-insensitively. Throws InputError("--engine", ...) listing the engines.
 std::unique_ptr<Engine> make_engine(const std::string& name);
 std::vector<std::string> engine_names();
+// Every engine, in registry order (for --help and flag tables).
+std::vector<std::unique_ptr<Engine>> all_engines();
 
 // vLLM's attention block size for this model: --block-size, else 16 (MLA: the
 // backend's forced size), raised for hybrid attention + recurrent models so an

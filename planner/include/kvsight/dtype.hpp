@@ -1,6 +1,6 @@
 #pragma once
 // KV-cache and weight element types as a table: element bits plus quantization
-// group overheads. Source: shared/reference/formulas.md "KV dtypes"; llama.cpp
+// group overheads. Source: docs/reference/formulas.md "KV dtypes"; llama.cpp
 // ggml/src/ggml-common.h (block_q8_0 = 32 x int8 + fp16 scale = 34 B, ...).
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 // Per-layer KV and state sizes: the arithmetic every engine's rules build on.
-// Source: shared/reference/formulas.md ("Per token, per layer", "KV dtypes").
+// Source: docs/reference/formulas.md ("Per token, per layer", "KV dtypes").
 #include <cstdint>
 #include <vector>
 

@@ -3,7 +3,7 @@
 // model's attention layers on a device family, why every other candidate is
 // refused, and the hard constraints that stop the engine from starting at all.
 // The rules are data tables (planner/src/gates/gates_rules.cpp), each recording the
-// engine file and version it was read from (shared/reference/gates.md).
+// engine file and version it was read from (docs/reference/gates.md).
 #include <cstdint>
 #include <string>
 #include <vector>

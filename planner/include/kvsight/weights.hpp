@@ -1,7 +1,7 @@
 #pragma once
 // Weights footprint: parameters from shapes (dense, MoE, MLA, tied/untied),
 // bytes from the dtype and quantization config, or exact bytes from safetensors
-// headers when present. Source: shared/reference/formulas.md "Weights".
+// headers when present. Source: docs/reference/formulas.md "Weights".
 #include <cstdint>
 #include <optional>
 #include <string_view>

@@ -1,5 +1,5 @@
 // Decode step time versus context (see kvsight/decode_model.hpp for the model).
-// Published figures: shared/reference/cliff.md (vLLM issue #50264, PR #45916).
+// Published figures: docs/reference/cliff.md (vLLM issue #50264, PR #45916).
 #include "kvsight/decode_model.hpp"
 
 #include <algorithm>

@@ -49,6 +49,24 @@ std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOption
 // Weights per rank: --weights-gib override or estimate_weights(); records an assumption.
 WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result);
 
+// Start-up checks shared by the engines that shard attention by tensor parallelism.
+// vllm/config/model.py ModelConfig.verify_with_parallel_config ("Total number of
+// attention heads (H) must be divisible by tensor parallel size (T)"); SGLang's
+// model_config.py and TensorRT-LLM's mapping apply the same check (gates.md "Engine
+// constraints independent of kernels").
+StartupCheck tp_divides_heads_check(const ModelSpec& model, const EngineOptions& options,
+                                    const std::string& display);
+// vllm/model_executor/layers/linear.py QKVParallelLinear: KV heads are split (kv % tp
+// == 0) or replicated (tp % kv == 0); anything else fails divide(). Absent for MLA.
+std::optional<StartupCheck> kv_heads_split_check(const ModelSpec& model, const EngineOptions& options);
+
+// --block-size for an engine with a default and a rule on what it accepts: the given
+// value when `allowed` accepts it (else InputError("block_size", "...; allowed: " +
+// allowed_text)), otherwise the default with its source.
+BlockSizeChoice given_or_default_block(const EngineOptions& options, std::uint32_t default_tokens,
+                                       const std::string& default_source, bool (*allowed)(std::uint32_t),
+                                       const std::string& allowed_text);
+
 // The pipeline stage whose layers hold the most KV per token (ties: the first).
 std::uint32_t heaviest_stage(const ModelSpec& model, const KvTypes& types, const EngineOptions& options);
 

@@ -5,7 +5,7 @@
 // (256-token pages, the whole completion reserved up front, max_batch_size 256; FP8 cache
 // refused); turboderp-org/exllamav3 (v1.4.1) exllamav3/cache (k_bits, v_bits 2..8, fp16 scale
 // per 32 values for K and for V). Per token per layer, with d = kv_heads x head_dim
-// (shared/reference/overheads.md): FP16 4d bytes; Q8 2.125d; Q6 1.625d (exl2: K 8-bit,
+// (docs/reference/overheads.md): FP16 4d bytes; Q8 2.125d; Q6 1.625d (exl2: K 8-bit,
 // V 4-bit; exl3: 6,6); Q4 1.125d; exl3 k,v bits: d (k + v) / 8 + d / 8.
 #include <algorithm>
 #include <string>
@@ -68,6 +68,33 @@ class ExllamaEngine final : public Engine {
     return generation_ == 2 ? std::vector<std::string>{"0.2.7"} : std::vector<std::string>{"1.4.1"};
   }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+
+  std::string display_name() const override { return generation_ == 2 ? "ExLlamaV2" : "ExLlamaV3"; }
+  std::string default_version() const override { return known_versions().front(); }
+  // The cache is sized in tokens (ExLlamaV2Cache max_seq_len; TabbyAPI cache_size) with
+  // one cache mode for K and V (TabbyAPI cache_mode); kvsight spells them --ctx-size and
+  // --cache-type-k, as for llama.cpp, and also --cache-size / --cache-mode.
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::ctx_size, {"--cache-size", "--ctx-size"}},
+            {OptionField::cache_type_k, {"--cache-mode", "--cache-type-k"}}};
+  }
+  std::vector<std::string> kv_cache_dtypes() const override {
+    if (generation_ == 2) return {"f16", "fp16", "FP16", "q8", "Q8", "q6", "Q6", "q4", "Q4"};
+    std::vector<std::string> modes{"f16", "fp16", "FP16"};
+    for (char bits = '2'; bits <= '8'; ++bits) {
+      modes.push_back(std::string("q") + bits);
+      modes.push_back(std::string("Q") + bits);
+    }
+    return modes;
+  }
+  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+    return given_or_default_block(
+        options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator", [](std::uint32_t b) { return b == kPage; },
+        "256 (the dynamic generator's fixed page)");
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*, const EngineOptions&) const override {
+    return {};
+  }
 
  private:
   int generation_;

@@ -206,6 +206,36 @@ class LlamaCppEngine final : public Engine {
   std::string name() const override { return "llamacpp"; }
   std::vector<std::string> known_versions() const override { return llamacpp_versions(); }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+
+  std::string display_name() const override { return "llama.cpp"; }
+  std::vector<std::string> aliases() const override { return {"llama.cpp", "llama-cpp", "llama_cpp"}; }
+  std::string default_version() const override { return llamacpp_versions().back(); }
+  bool has_gate_rules() const override { return true; }
+  // common/arg.cpp (llama-server, llama-cli): -c/--ctx-size, -np/--parallel,
+  // -ctk/--cache-type-k, -ctv/--cache-type-v, -fa/--flash-attn, --swa-full,
+  // -ub/--ubatch-size, -kvu/--kv-unified.
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::ctx_size, {"--ctx-size", "-c"}},
+            {OptionField::parallel, {"--parallel", "-np"}},
+            {OptionField::cache_type_k, {"--cache-type-k", "-ctk"}},
+            {OptionField::cache_type_v, {"--cache-type-v", "-ctv"}},
+            {OptionField::flash_attn, {"--flash-attn", "-fa"}},
+            {OptionField::swa_full, {"--swa-full"}},
+            {OptionField::ubatch_size, {"--ubatch-size", "-ub"}},
+            {OptionField::kv_unified, {"--kv-unified", "-kvu"}}};
+  }
+  // common/arg.cpp kv_cache_types.
+  std::vector<std::string> kv_cache_dtypes() const override {
+    return {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
+  }
+  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+    if (options.block_size)
+      throw InputError("block_size", "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");
+    return {0, "llama.cpp has no paged KV (one slot pool)"};
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*, const EngineOptions&) const override {
+    return {};  // the flash-attention dependent checks are the gates' (kernel selection)
+  }
 };
 
 PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
@@ -230,7 +260,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
 
   // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
   // Unset = 4096, the default of common/common.h (n_ctx) that llama-server and llama-cli
-  // use. formulas.md says the training context; the source says 4096, so 4096 it is
+  // use; formulas.md "Other engines" gives cells = n_ctx, the source gives 4096 when unset
   // (issue #18376 shows the default at build 7539; newer builds' --fit may lower it further).
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
   std::uint64_t n_ctx = options.ctx_size.value_or(4096);

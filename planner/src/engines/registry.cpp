@@ -23,43 +23,73 @@ std::unique_ptr<Engine> make_exllama_engine(int generation);
 
 namespace {
 
-struct Entry {
-  const char* name;
-  std::function<std::unique_ptr<Engine>()> make;
-};
-
-const std::vector<Entry>& registry() {
-  static const std::vector<Entry> entries = {
-      {"vllm", make_vllm_engine},
-      {"sglang", make_sglang_engine},
-      {"trtllm", make_trtllm_engine},
-      {"llamacpp", make_llamacpp_engine},
-      {"exllamav2", [] { return make_exllama_engine(2); }},
-      {"exllamav3", [] { return make_exllama_engine(3); }},
+// The one list of engines. A new engine is a file in planner/src/engines/ that
+// implements Engine, plus one line here.
+const std::vector<std::function<std::unique_ptr<Engine>()>>& registry() {
+  static const std::vector<std::function<std::unique_ptr<Engine>()>> makers = {
+      make_vllm_engine,
+      make_sglang_engine,
+      make_trtllm_engine,
+      make_llamacpp_engine,
+      [] { return make_exllama_engine(2); },
+      [] { return make_exllama_engine(3); },
   };
-  return entries;
+  return makers;
+}
+
+std::string lower_ascii(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
 }
 
 }  // namespace
 
+std::vector<std::unique_ptr<Engine>> all_engines() {
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (const auto& make : registry()) engines.push_back(make());
+  return engines;
+}
+
 std::vector<std::string> engine_names() {
   std::vector<std::string> names;
-  for (const auto& e : registry()) names.emplace_back(e.name);
+  for (const auto& engine : all_engines()) names.push_back(engine->name());
   return names;
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& name) {
-  std::string key = name;
-  std::transform(key.begin(), key.end(), key.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  // Spellings users type for the same engines.
-  if (key == "llama.cpp" || key == "llama-cpp" || key == "llama_cpp") key = "llamacpp";
-  if (key == "tensorrt-llm" || key == "tensorrt_llm" || key == "trt-llm") key = "trtllm";
-  for (const auto& e : registry())
-    if (key == e.name) return e.make();
+  const std::string key = lower_ascii(name);
+  for (auto& engine : all_engines()) {
+    if (key == engine->name()) return std::move(engine);
+    for (const std::string& alias : engine->aliases())
+      if (key == lower_ascii(alias)) return std::move(engine);
+  }
   std::string allowed;
-  for (const auto& n : engine_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+  for (const auto& engine : all_engines()) {
+    allowed += (allowed.empty() ? "" : ", ") + engine->name();
+    const auto aliases = engine->aliases();
+    if (!aliases.empty()) {
+      allowed += " (";
+      for (std::size_t i = 0; i < aliases.size(); ++i) allowed += (i ? ", " : "") + aliases[i];
+      allowed += ")";
+    }
+  }
   throw InputError("--engine", "unknown engine '" + name + "'; allowed: " + allowed);
+}
+
+void Engine::check_options(const EngineOptions& options) const {
+  const std::vector<std::string> allowed = kv_cache_dtypes();
+  auto check = [&](const std::string& value, const char* field) {
+    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw InputError(field, "'" + value + "' is not a KV cache type of " + display_name() + "; allowed: " + list);
+  };
+  for (const EngineFlag& flag : flags()) {
+    if (flag.field == OptionField::kv_cache_dtype) check(options.kv_cache_dtype, "kv_cache_dtype");
+    if (flag.field == OptionField::cache_type_k) check(options.cache_type_k, "cache_type_k");
+    if (flag.field == OptionField::cache_type_v) check(options.cache_type_v, "cache_type_v");
+  }
 }
 
 namespace engine_detail {
@@ -156,6 +186,41 @@ WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options
          w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});
   }
   return w;
+}
+
+StartupCheck tp_divides_heads_check(const ModelSpec& model, const EngineOptions& options,
+                                    const std::string& display) {
+  const std::uint32_t heads = model.num_attention_heads;
+  const bool divides = heads == 0 || heads % options.tp == 0;
+  return {"tensor parallel size divides attention heads", divides,
+          "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") +
+              std::to_string(heads) + " attention heads" + (divides ? "" : ": " + display + " refuses to start"),
+          "vllm/config/model.py verify_with_parallel_config; SGLang model_config.py (same check)"};
+}
+
+std::optional<StartupCheck> kv_heads_split_check(const ModelSpec& model, const EngineOptions& options) {
+  const std::uint32_t kv = model.num_kv_heads;
+  if (kv == 0 || model.mla) return std::nullopt;
+  const std::uint32_t tp = options.tp;
+  const bool ok = kv % tp == 0 || tp % kv == 0;
+  std::string detail =
+      ok ? (tp > kv ? "tp " + std::to_string(tp) + " > " + std::to_string(kv) +
+                          " KV heads: each KV head replicated on " + std::to_string(tp / kv) +
+                          " ranks (1 per rank)"
+                    : std::to_string(kv) + " KV heads / tp " + std::to_string(tp) + " = " +
+                          std::to_string(kv / tp) + " per rank")
+         : "tp " + std::to_string(tp) + " and " + std::to_string(kv) + " KV heads: neither divides the other";
+  return StartupCheck{"KV heads split or replicated evenly", ok, detail,
+                      "vllm/model_executor/layers/linear.py QKVParallelLinear (divide)"};
+}
+
+BlockSizeChoice given_or_default_block(const EngineOptions& options, std::uint32_t default_tokens,
+                                       const std::string& default_source, bool (*allowed)(std::uint32_t),
+                                       const std::string& allowed_text) {
+  if (!options.block_size) return {default_tokens, default_source};
+  if (!allowed(*options.block_size))
+    throw InputError("block_size", "is " + std::to_string(*options.block_size) + "; allowed: " + allowed_text);
+  return {*options.block_size, "--block-size"};
 }
 
 std::uint32_t heaviest_stage(const ModelSpec& model, const KvTypes& types, const EngineOptions& options) {

@@ -42,6 +42,34 @@ class SglangEngine final : public Engine {
   std::string name() const override { return "sglang"; }
   std::vector<std::string> known_versions() const override { return sglang_versions(); }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+
+  std::string display_name() const override { return "SGLang"; }
+  std::string default_version() const override { return "0.5.2"; }
+  bool has_gate_rules() const override { return true; }
+  // python/sglang/srt/server_args.py add_cli_args: --tensor-parallel-size/--tp-size,
+  // --pipeline-parallel-size/--pp-size, --context-length, --page-size.
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::tensor_parallel_size, {"--tp-size", "--tensor-parallel-size"}},
+            {OptionField::pipeline_parallel_size, {"--pp-size", "--pipeline-parallel-size"}},
+            {OptionField::kv_cache_dtype, {"--kv-cache-dtype"}},
+            {OptionField::block_size, {"--page-size"}},
+            {OptionField::max_model_len, {"--context-length"}},
+            {OptionField::mem_fraction_static, {"--mem-fraction-static"}}};
+  }
+  // server_args.py --kv-cache-dtype choices (the ones the dtype table models).
+  std::vector<std::string> kv_cache_dtypes() const override {
+    return {"auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"};
+  }
+  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+    return given_or_default_block(
+        options, 1, "SGLang default page size 1", [](std::uint32_t b) { return b >= 1; }, "a positive page size");
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
+                                           const EngineOptions& options) const override {
+    std::vector<StartupCheck> checks{tp_divides_heads_check(model, options, display_name())};
+    if (auto kv = kv_heads_split_check(model, options)) checks.push_back(*kv);
+    return checks;
+  }
 };
 
 PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
@@ -79,7 +107,11 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.bytes_per_token_all_layers = cell;
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
   result.kv.block_size = page;
-  const std::uint64_t context_len = derived_max_model_len(model);
+  // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
+  // for vLLM; unset, the model's derived maximum.
+  const std::uint64_t context_len = options.max_model_len && *options.max_model_len > 0
+                                  ? static_cast<std::uint64_t>(*options.max_model_len)
+                                  : derived_max_model_len(model);
   const std::uint64_t context = options.context ? options.context : context_len;
   result.kv.context = context;
   result.kv.batch = options.batch;

@@ -34,6 +34,41 @@ class TrtllmEngine final : public Engine {
   std::string name() const override { return "trtllm"; }
   std::vector<std::string> known_versions() const override { return trtllm_versions(); }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+
+  std::string display_name() const override { return "TensorRT-LLM"; }
+  std::vector<std::string> aliases() const override { return {"tensorrt-llm", "tensorrt_llm", "trt-llm"}; }
+  std::string default_version() const override { return "1.1.0"; }
+  bool has_gate_rules() const override { return true; }
+  // trtllm-serve (tensorrt_llm/commands/serve.py): --tp_size, --pp_size, --max_seq_len,
+  // --kv_cache_free_gpu_memory_fraction; tokens_per_block is a KvCacheConfig field
+  // (extra LLM-API options), given here as --tokens-per-block.
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::tensor_parallel_size, {"--tp_size"}},
+            {OptionField::pipeline_parallel_size, {"--pp_size"}},
+            {OptionField::kv_cache_dtype, {"--kv-cache-dtype"}},
+            {OptionField::block_size, {"--tokens-per-block"}},
+            {OptionField::max_model_len, {"--max_seq_len", "--max-seq-len"}},
+            {OptionField::free_gpu_memory_fraction,
+             {"--kv_cache_free_gpu_memory_fraction", "--free-gpu-memory-fraction"}}};
+  }
+  // LLM-API KvCacheConfig.dtype.
+  std::vector<std::string> kv_cache_dtypes() const override { return {"auto", "fp8", "nvfp4", "int8"}; }
+  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+    return given_or_default_block(
+        options, 32, "TensorRT-LLM default tokens_per_block 32", [](std::uint32_t b) { return b >= 1; },
+        "a positive number of tokens");
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec* gpu,
+                                           const EngineOptions& options) const override {
+    std::vector<StartupCheck> checks;
+    if (gpu != nullptr && gpu->vendor != "nvidia")
+      checks.push_back({"device vendor", false,
+                        "TensorRT-LLM runs on NVIDIA GPUs only; " + gpu->id + " is " + gpu->vendor,
+                        "TensorRT-LLM documentation (CUDA only)"});
+    checks.push_back(tp_divides_heads_check(model, options, display_name()));
+    if (auto kv = kv_heads_split_check(model, options)) checks.push_back(*kv);
+    return checks;
+  }
 };
 
 PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
@@ -61,7 +96,11 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.bytes_per_token_all_layers = per_token;
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
   result.kv.block_size = tokens_per_block;
-  const std::uint64_t max_seq_len = derived_max_model_len(model);
+  // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
+  // for vLLM; unset, the model's derived maximum.
+  const std::uint64_t max_seq_len = options.max_model_len && *options.max_model_len > 0
+                                  ? static_cast<std::uint64_t>(*options.max_model_len)
+                                  : derived_max_model_len(model);
   const std::uint64_t context = options.context ? options.context : max_seq_len;
   result.kv.context = context;
   result.kv.batch = options.batch;

@@ -285,6 +285,65 @@ class VllmEngine final : public Engine {
   std::string name() const override { return "vllm"; }
   std::vector<std::string> known_versions() const override { return vllm_versions(); }
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+
+  std::string display_name() const override { return "vLLM"; }
+  std::string default_version() const override { return kNewestVllm; }
+  bool has_gate_rules() const override { return true; }
+  // vllm/engine/arg_utils.py EngineArgs.add_cli_args (-tp/-pp short forms since 0.6).
+  std::vector<EngineFlag> flags() const override {
+    return {{OptionField::tensor_parallel_size, {"--tensor-parallel-size", "-tp"}},
+            {OptionField::pipeline_parallel_size, {"--pipeline-parallel-size", "-pp"}},
+            {OptionField::kv_cache_dtype, {"--kv-cache-dtype"}},
+            {OptionField::block_size, {"--block-size"}},
+            {OptionField::max_model_len, {"--max-model-len"}},
+            {OptionField::gpu_memory_utilization, {"--gpu-memory-utilization"}},
+            {OptionField::max_num_batched_tokens, {"--max-num-batched-tokens"}},
+            {OptionField::max_num_seqs, {"--max-num-seqs"}},
+            {OptionField::kv_cache_memory_bytes, {"--kv-cache-memory-bytes"}},
+            {OptionField::enforce_eager, {"--enforce-eager"}},
+            {OptionField::enable_prefix_caching, {"--enable-prefix-caching"}},
+            {OptionField::offline, {"--offline"}}};
+  }
+  // vllm/config/cache.py CacheDType, plus the per-token-head and NVFP4 caches the dtype
+  // table models (formulas.md "KV dtypes").
+  std::vector<std::string> kv_cache_dtypes() const override {
+    return {"auto",     "bfloat16", "float16", "bf16",       "fp16",               "fp8",
+            "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "fp8_per_token_head", "int8_per_token_head",
+            "nvfp4"};
+  }
+  BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override {
+    // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
+    if (options.block_size) {
+      const std::uint32_t b = *options.block_size;
+      if (!(b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256))
+        throw InputError("block_size", "is " + std::to_string(b) +
+                                           "; allowed: 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)");
+    }
+    const std::uint32_t tokens = vllm_block_size(model, options);
+    if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size"};
+    if (has_recurrent(model) && model.attention_layer_count() > 0)
+      return {tokens, "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
+    if (is_mla_model(model) && tokens != options.block_size.value_or(16))
+      return {tokens, "MLA backend's block size (vllm/platforms/cuda.py)"};
+    return {tokens, "vLLM default"};
+  }
+  std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
+                                           const EngineOptions& options) const override {
+    std::vector<StartupCheck> checks{tp_divides_heads_check(model, options, display_name())};
+    if (auto kv = kv_heads_split_check(model, options)) checks.push_back(*kv);
+    // vllm/config/model.py _get_and_verify_max_len: a max_model_len above the model's
+    // derived maximum is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
+    const std::uint64_t limit = derived_max_model_len(model);
+    if (options.max_model_len && *options.max_model_len > 0 && limit > 0) {
+      const auto asked = static_cast<std::uint64_t>(*options.max_model_len);
+      const bool ok = asked <= limit;
+      checks.push_back({"max_model_len within the model's maximum", ok,
+                        "max_model_len " + std::to_string(asked) + (ok ? " <= " : " > ") + std::to_string(limit) +
+                            (ok ? "" : " (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)"),
+                        "vllm/config/model.py _get_and_verify_max_len"});
+    }
+    return checks;
+  }
 };
 
 PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {

@@ -1,6 +1,6 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
-// the engine constraints that refuse start-up. Sources: shared/reference/gates.md.
+// the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
@@ -238,13 +238,6 @@ std::uint32_t parse_compute_capability(const std::string& arch) {
   return value;
 }
 
-std::string engine_display(const std::string& engine) {
-  if (engine == "vllm") return "vLLM";
-  if (engine == "sglang") return "SGLang";
-  if (engine == "trtllm") return "TensorRT-LLM";
-  if (engine == "llamacpp") return "llama.cpp";
-  return engine;
-}
 
 // Layer kinds as the gates output names them.
 std::string kind_name(LayerKind kind) {
@@ -266,7 +259,12 @@ bool is_quantized_ggml(const std::string& type) { return type != "f16" && type !
 
 }  // namespace
 
-std::vector<std::string> gate_engines() { return {"vllm", "sglang", "trtllm", "llamacpp"}; }
+std::vector<std::string> gate_engines() {
+  std::vector<std::string> names;
+  for (const auto& engine : all_engines())
+    if (engine->has_gate_rules()) names.push_back(engine->name());
+  return names;
+}
 
 std::uint64_t parse_engine_version(const std::string& text) {
   if (text.empty()) return UINT64_MAX - 1;
@@ -343,18 +341,17 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
 }
 
 GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
-  const std::vector<std::string> engines = gate_engines();
-  if (std::find(engines.begin(), engines.end(), options.engine) == engines.end()) {
-    throw InputError("--engine",
-                     "'" + options.engine + "' has no gate rules; allowed: vllm, sglang, trtllm, llamacpp");
+  const std::unique_ptr<Engine> engine_rules = make_engine(options.engine);
+  if (!engine_rules->has_gate_rules()) {
+    throw InputError("--engine", "'" + options.engine + "' has no gate rules; allowed: " + join_strings(gate_engines()));
   }
-  if (options.tp == 0) throw InputError("--tp", "must be at least 1; allowed: 1, 2, 4, 8, ...");
+  if (options.tp == 0) throw InputError("tensor_parallel_size", "is 0; allowed: a positive integer");
   if (model.attention_layer_count() == 0) {
     throw InputError("--model",
                      "'" + model.id + "' has no attention layers; gates apply to attention layers only");
   }
-  const std::string& engine = options.engine;
-  const std::string display = engine_display(engine);
+  const std::string engine = engine_rules->name();
+  const std::string display = engine_rules->display_name();
   const std::uint64_t version = parse_engine_version(options.engine_version);
 
   GateResult result;
@@ -365,28 +362,10 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   result.family = gpu.family;
   result.tp = options.tp;
 
-  // The block size the engine really uses.
-  if (engine == "vllm") {
-    result.block_size = vllm_block_size(model, options);
-    if (options.block_size) {
-      result.block_size_source = "--block-size";
-    } else if (model.is_hybrid()) {
-      result.block_size_source =
-          "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)";
-    } else {
-      result.block_size_source = "vLLM default";
-    }
-  } else if (engine == "sglang") {
-    result.block_size = options.block_size.value_or(1);
-    result.block_size_source = options.block_size ? "--page-size" : "SGLang default page size 1";
-  } else if (engine == "trtllm") {
-    result.block_size = options.block_size.value_or(32);
-    result.block_size_source =
-        options.block_size ? "tokens_per_block" : "TensorRT-LLM default tokens_per_block 32";
-  } else {
-    result.block_size = 0;
-    result.block_size_source = "llama.cpp has no paged KV (one slot pool)";
-  }
+  // The block size the engine really uses: the engine's own rule.
+  const BlockSizeChoice block = engine_rules->block_size(model, options);
+  result.block_size = block.tokens;
+  result.block_size_source = block.source;
 
   // max_seq_len at run time is the batch's longest sequence; the gate is evaluated at
   // the longest the engine will admit (max_model_len, default the model's maximum).
@@ -450,6 +429,19 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
       input.gqa_ratio = q_per_rank / std::max<std::uint32_t>(1, group.kv_heads_per_rank);
       input.sliding_window = group.window;
       group.kernels = evaluate_kernels(input);
+      // llama.cpp -fa off (common/arg.cpp): flash attention is not used even where
+      // admitted; the next admitted kernel is selected.
+      if (engine == "llamacpp" && options.flash_attn == "off") {
+        bool selected = false;
+        for (KernelVerdict& verdict : group.kernels) {
+          if (verdict.kernel == "llamacpp_flash_attn" && verdict.admitted) {
+            verdict.admitted = false;
+            verdict.reasons.push_back("--flash-attn off");
+          }
+          verdict.selected = !selected && verdict.admitted;
+          selected |= verdict.selected;
+        }
+      }
       for (const KernelVerdict& verdict : group.kernels) {
         if (verdict.selected) {
           group.selected = verdict.kernel;
@@ -481,66 +473,10 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     result.constraints.push_back({std::move(name), ok, std::move(detail), std::move(source)});
   };
 
-  if (engine == "trtllm" && gpu.vendor != "nvidia") {
-    add("device vendor", false, display + " runs on NVIDIA GPUs only; " + gpu.id + " is " + gpu.vendor,
-        "TensorRT-LLM documentation (CUDA only)");
-  }
-  if (engine == "vllm" || engine == "sglang" || engine == "trtllm") {
-    // vllm/config/model.py ModelConfig.verify_with_parallel_config: "Total number of
-    // attention heads (H) must be divisible by tensor parallel size (T)."
-    const bool divides = q_heads % options.tp == 0;
-    add("tensor parallel size divides attention heads", divides,
-        "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") +
-            std::to_string(q_heads) + " attention heads" +
-            (divides ? "" : ": " + display + " refuses to start"),
-        "vllm/config/model.py verify_with_parallel_config; SGLang model_config.py (same check)");
-    // vllm/model_executor/layers/linear.py QKVParallelLinear: KV heads are split
-    // (kv % tp == 0) or replicated (tp % kv == 0); anything else fails divide().
-    const std::uint32_t kv = model.num_kv_heads;
-    if (kv > 0 && !model.mla) {
-      const bool ok = kv % options.tp == 0 || options.tp % kv == 0;
-      std::string detail =
-          ok ? (options.tp > kv ? "tp " + std::to_string(options.tp) + " > " + std::to_string(kv) +
-                                      " KV heads: each KV head replicated on " +
-                                      std::to_string(options.tp / kv) + " ranks (1 per rank)"
-                                : std::to_string(kv) + " KV heads / tp " + std::to_string(options.tp) +
-                                      " = " + std::to_string(kv / options.tp) + " per rank")
-             : "tp " + std::to_string(options.tp) + " and " + std::to_string(kv) +
-                   " KV heads: neither divides the other";
-      add("KV heads split or replicated evenly", ok, detail,
-          "vllm/model_executor/layers/linear.py QKVParallelLinear (divide)");
-    }
-  }
-  if (engine == "vllm") {
-    // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
-    if (options.block_size) {
-      const std::uint32_t b = *options.block_size;
-      const bool ok = b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256;
-      add("--block-size allowed", ok,
-          "block_size " + std::to_string(b) + (ok ? " is" : " is not") + " one of 1, 8, 16, 32, 64, 128, 256",
-          "vllm/config/cache.py BlockSize");
-    }
-    // vllm/config/cache.py CacheDType.
-    static const std::vector<std::string> kv_types = {"auto",    "bfloat16",  "float16",  "bf16",
-                                                      "fp16",    "fp8",       "fp8_e4m3", "fp8_e5m2",
-                                                      "fp8_inc", "fp8_ds_mla"};
-    const bool kv_ok = std::find(kv_types.begin(), kv_types.end(), options.kv_cache_dtype) != kv_types.end();
-    add("--kv-cache-dtype supported", kv_ok,
-        "kv_cache_dtype " + options.kv_cache_dtype + (kv_ok ? " is" : " is not") + " one of " +
-            join_strings(kv_types),
-        "vllm/config/cache.py CacheDType");
-    // vllm/config/model.py _get_and_verify_max_len: a max_model_len above the model's
-    // derived maximum is refused unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.
-    if (options.max_model_len && *options.max_model_len > 0 && derived_max_model_len(model) > 0) {
-      const std::uint64_t limit = derived_max_model_len(model);
-      const auto asked = static_cast<std::uint64_t>(*options.max_model_len);
-      const bool ok = asked <= limit;
-      add("max_model_len within the model's maximum", ok,
-          "max_model_len " + std::to_string(asked) + (ok ? " <= " : " > ") + std::to_string(limit) +
-              (ok ? "" : " (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)"),
-          "vllm/config/model.py _get_and_verify_max_len");
-    }
-  }
+  // The engine's own start-up checks (TP divides heads, KV heads split evenly, vendor,
+  // max_model_len within the model's maximum); the kernel-dependent ones follow.
+  for (StartupCheck& check : engine_rules->startup_checks(model, &gpu, options))
+    add(std::move(check.name), check.ok, std::move(check.detail), std::move(check.source));
   if (engine == "llamacpp") {
     // src/llama-context.cpp: "V cache quantization requires flash_attn".
     const bool fa = result.primary.selected == "llamacpp_flash_attn";

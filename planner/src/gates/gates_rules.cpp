@@ -1,5 +1,5 @@
 // The gate tables. Every rule names the engine file and version it was read from;
-// shared/reference/gates.md summarizes them. Version numbers are encoded by
+// docs/reference/gates.md summarizes them. Version numbers are encoded by
 // parse_engine_version: major x 1e6 + minor x 1e3 + patch (0.9.0 -> 9000).
 #include "gates_rules.hpp"
 

@@ -1,5 +1,5 @@
 // Weights footprint: parameter counts from config shapes and bytes from the
-// dtype and quantization. Source: shared/reference/formulas.md "Weights";
+// dtype and quantization. Source: docs/reference/formulas.md "Weights";
 // layer parameter shapes from transformers models/<type>/modeling_<type>.py.
 #include "kvsight/weights.hpp"
 

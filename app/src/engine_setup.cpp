@@ -1,0 +1,28 @@
+// Engine resolution and the shared checks (kvsight/app/engine_setup.hpp).
+#include "kvsight/app/engine_setup.hpp"
+
+namespace kvsight::app {
+
+EngineSetup setup_engine(EngineOptions options) {
+  EngineSetup setup;
+  setup.engine = make_engine(options.engine);
+  options.engine = setup.engine->name();
+  setup.engine->check_options(options);
+  setup.options = std::move(options);
+  return setup;
+}
+
+std::vector<StartupCheck> startup_checks(const EngineSetup& setup, const ModelSpec& model,
+                                         const GpuSpec* gpu) {
+  (void)setup.engine->block_size(model, setup.options);  // throws for a block size the engine refuses
+  return setup.engine->startup_checks(model, gpu, setup.options);
+}
+
+std::vector<std::string> refusals(const std::vector<StartupCheck>& checks) {
+  std::vector<std::string> out;
+  for (const StartupCheck& check : checks)
+    if (!check.ok) out.push_back(check.name + ": " + check.detail);
+  return out;
+}
+
+}  // namespace kvsight::app

@@ -1,0 +1,44 @@
+#pragma once
+// The flag groups every command shares, defined once (issue #9: one flag grammar):
+// model and GPU, engine and parallelism with each engine's own spellings, counts. The
+// grammar of counts is the planner's (kvsight/counts.hpp); the table of option fields
+// and their neutral spellings is the planner's (kvsight/engine_options.hpp); each
+// engine's own spellings come from the engine (Engine::flags).
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "kvsight/budget.hpp"
+
+namespace kvsight::cli {
+
+// --model/-m (required unless `required` is false) and --gpu/-g.
+void add_model_gpu_flags(CLI::App& command, std::string& model, std::string& gpu, bool model_required,
+                         const std::string& model_help, const std::string& gpu_help);
+
+// --engine, --engine-version, and every engine option field under kvsight's neutral
+// spellings and every engine's own (help names the engine each spelling comes from).
+void add_engine_flags(CLI::App& command, EngineOptions& options);
+
+// Refuses (InputError, exit 2) a typed spelling that belongs to another engine than the
+// selected one, or a neutral spelling of a field the engine does not read, naming the
+// engine(s) it belongs to and the selected engine's own spelling. Records the engine in
+// state for error messages. Call first in every callback that has engine flags.
+void check_engine_spellings(CliState& state, const std::string& engine);
+
+// A count flag in the one grammar: decimal, K/M suffixes, [min, max].
+CLI::Option* add_count_flag(CLI::App& command, const std::string& names, std::uint64_t& target,
+                            const std::string& help, std::uint64_t min, std::uint64_t max);
+
+// Rewrites the engines' single-dash multi-letter spellings ("-tp", "-ctk") that CLI11
+// cannot register into their long form, and records every flag token typed (before the
+// rewrite) in state.typed_flags. Returns the new argument list (argv[0] first).
+std::vector<std::string> normalize_arguments(int argc, const char* const* argv, CliState& state);
+
+// "--tp (vLLM --tensor-parallel-size)" for an error naming an option field or one of
+// its spellings, from what the user typed; "" when `field` names no option field.
+std::string flag_for_error(const CliState& state, const std::string& field);
+
+}  // namespace kvsight::cli

@@ -1,0 +1,52 @@
+#pragma once
+// The one table of engine option fields (issue #9: one field-to-flag table). Each field
+// has a name the planner's errors use ("block_size"), kvsight's neutral spellings that
+// every engine reading the field accepts ("--block-size"), a kind that decides how its
+// text is parsed, and help. The engines' own spellings are theirs (Engine::flags).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvsight/budget.hpp"
+
+namespace kvsight {
+
+enum class OptionKind {
+  count,     // a positive integer (K/M suffixes; kvsight/counts.hpp)
+  count0,    // a non-negative integer
+  length,    // a positive integer, or -1 (vLLM: the largest length that fits)
+  fraction,  // a number in (0, 1]
+  text,      // a name checked by the engine (KV cache types)
+  choice,    // one of `choices`
+  flag,      // no value
+};
+
+struct OptionFieldInfo {
+  OptionField field;
+  std::string name;                  // "tensor_parallel_size"
+  std::vector<std::string> neutral;  // kvsight's spellings for every engine that reads it
+  OptionKind kind;
+  std::string help;
+  std::vector<std::string> choices;  // for OptionKind::choice
+};
+
+const std::vector<OptionFieldInfo>& option_fields();
+const OptionFieldInfo& option_field(OptionField field);
+// The field an error names: by field name ("block_size") or by any spelling, neutral or
+// an engine's ("--page-size"); nullptr when it names no option field.
+const OptionFieldInfo* option_field_named(std::string_view name_or_spelling);
+
+// Parses `text` by the field's kind and stores it in `options`. Throws
+// InputError(field name, ...) saying what is allowed. Flags take "" (set) only.
+void set_option(EngineOptions& options, OptionField field, std::string_view text);
+
+// Which engines spell an option this way: (display name, field) pairs.
+struct SpellingOwner {
+  std::string engine;   // Engine::name()
+  std::string display;  // Engine::display_name()
+  OptionField field;
+};
+std::vector<SpellingOwner> spelling_owners(std::string_view spelling);
+
+}  // namespace kvsight

@@ -1,0 +1,226 @@
+// The option field table (kvsight/engine_options.hpp).
+#include <algorithm>
+#include <limits>
+
+#include "kvsight/counts.hpp"
+#include "kvsight/engine_options.hpp"
+#include "kvsight/error.hpp"
+
+namespace kvsight {
+
+namespace {
+
+using K = OptionKind;
+using F = OptionField;
+
+// A block or page of more than 2^20 tokens, or a TP/PP of more than 2^16 ranks, is
+// not a configuration any engine serves; the bounds keep products far from overflow.
+constexpr std::uint64_t kMaxRanks = 65536;
+constexpr std::uint64_t kMaxBlock = 1u << 20;
+constexpr std::uint64_t kMaxLength = 1ull << 40;
+// kv_cache_memory_bytes: 1 PiB, above any device's memory.
+constexpr std::uint64_t kMaxBytes = 1ull << 50;
+
+}  // namespace
+
+const std::vector<OptionFieldInfo>& option_fields() {
+  static const std::vector<OptionFieldInfo> fields = {
+      {F::tensor_parallel_size, "tensor_parallel_size", {"--tp"}, K::count, "tensor-parallel ranks", {}},
+      {F::pipeline_parallel_size, "pipeline_parallel_size", {"--pp"}, K::count, "pipeline stages", {}},
+      {F::kv_cache_dtype,
+       "kv_cache_dtype",
+       {"--kv-cache-dtype"},
+       K::text,
+       "KV cache dtype: auto (the model dtype) or one of the engine's types",
+       {}},
+      {F::block_size,
+       "block_size",
+       {"--block-size"},
+       K::count,
+       "tokens per KV block (vLLM block, SGLang page, TensorRT-LLM tokens_per_block)",
+       {}},
+      {F::max_model_len,
+       "max_model_len",
+       {"--max-model-len"},
+       K::length,
+       "longest sequence the engine admits; capacity is computed at it (-1: vLLM's largest that fits)",
+       {}},
+      {F::gpu_memory_utilization,
+       "gpu_memory_utilization",
+       {},
+       K::fraction,
+       "fraction of total GPU memory vLLM may use (default 0.92; 0.90 through 0.11.x)",
+       {}},
+      {F::max_num_batched_tokens,
+       "max_num_batched_tokens",
+       {},
+       K::count,
+       "tokens per scheduler step (default by GPU and version)",
+       {}},
+      {F::max_num_seqs, "max_num_seqs", {}, K::count, "sequences per step (default by GPU and version)", {}},
+      {F::kv_cache_memory_bytes,
+       "kv_cache_memory_bytes",
+       {},
+       K::count,
+       "KV cache size in bytes, skipping the memory profile",
+       {}},
+      {F::enforce_eager, "enforce_eager", {}, K::flag, "no CUDA graphs (no graph memory estimate)", {}},
+      {F::enable_prefix_caching,
+       "enable_prefix_caching",
+       {},
+       K::flag,
+       "prefix caching (hybrid models keep one more state page)",
+       {}},
+      {F::offline, "offline", {}, K::flag, "defaults of the offline LLM class instead of `vllm serve`", {}},
+      {F::mem_fraction_static, "mem_fraction_static", {}, K::fraction, "fraction for weights + KV pool", {}},
+      {F::free_gpu_memory_fraction,
+       "free_gpu_memory_fraction",
+       {},
+       K::fraction,
+       "fraction of free memory for KV (default 0.9)",
+       {}},
+      {F::ctx_size,
+       "ctx_size",
+       {},
+       K::count0,
+       "KV cells / cache tokens (llama.cpp n_ctx: default 4096, 0 = the training context; exllama cache "
+       "size)",
+       {}},
+      {F::parallel, "parallel", {}, K::count, "slots sharing n_ctx", {}},
+      {F::cache_type_k,
+       "cache_type_k",
+       {},
+       K::text,
+       "K cache type: f16, bf16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl",
+       {}},
+      {F::cache_type_v, "cache_type_v", {}, K::text, "V cache type (same values)", {}},
+      {F::flash_attn,
+       "flash_attn",
+       {},
+       K::choice,
+       "flash attention: on, off or auto (default auto)",
+       {"on", "off", "auto"}},
+      {F::swa_full, "swa_full", {}, K::flag, "full-size cache for sliding-window layers", {}},
+      {F::ubatch_size, "ubatch_size", {}, K::count, "n_ubatch (default 512)", {}},
+      {F::kv_unified, "kv_unified", {}, K::flag, "one KV buffer shared by all slots", {}},
+  };
+  return fields;
+}
+
+const OptionFieldInfo& option_field(OptionField field) {
+  for (const OptionFieldInfo& info : option_fields())
+    if (info.field == field) return info;
+  throw std::logic_error("option_field: field missing from option_fields()");
+}
+
+std::vector<SpellingOwner> spelling_owners(std::string_view spelling) {
+  std::vector<SpellingOwner> owners;
+  for (const auto& engine : all_engines())
+    for (const EngineFlag& flag : engine->flags())
+      if (std::find(flag.spellings.begin(), flag.spellings.end(), spelling) != flag.spellings.end())
+        owners.push_back({engine->name(), engine->display_name(), flag.field});
+  return owners;
+}
+
+const OptionFieldInfo* option_field_named(std::string_view name) {
+  for (const OptionFieldInfo& info : option_fields()) {
+    if (info.name == name) return &info;
+    if (std::find(info.neutral.begin(), info.neutral.end(), name) != info.neutral.end()) return &info;
+  }
+  const auto owners = spelling_owners(name);
+  return owners.empty() ? nullptr : &option_field(owners.front().field);
+}
+
+void set_option(EngineOptions& o, OptionField field, std::string_view text) {
+  const OptionFieldInfo& info = option_field(field);
+  const std::string& name = info.name;
+  auto count = [&](std::uint64_t min, std::uint64_t max) { return parse_count_in(text, name, min, max); };
+  auto fraction = [&] { return parse_number_in(text, name, 0.0, 1.0, "a fraction in (0, 1]"); };
+  auto positive_fraction = [&] {
+    const double value = fraction();
+    if (value <= 0.0) throw InputError(name, "is " + std::string(text) + "; allowed: a fraction in (0, 1]");
+    return value;
+  };
+  switch (field) {
+    case F::tensor_parallel_size:
+      o.tp = static_cast<std::uint32_t>(count(1, kMaxRanks));
+      return;
+    case F::pipeline_parallel_size:
+      o.pp = static_cast<std::uint32_t>(count(1, kMaxRanks));
+      return;
+    case F::kv_cache_dtype:
+      if (text.empty())
+        throw InputError(name, "is empty; allowed: auto or one of the engine's KV cache types");
+      o.kv_cache_dtype = std::string(text);
+      return;
+    case F::block_size:
+      o.block_size = static_cast<std::uint32_t>(count(1, kMaxBlock));
+      return;
+    case F::max_model_len:
+      // vLLM: -1 asks for the largest length that fits (formulas.md step 6).
+      if (text == "-1") {
+        o.max_model_len = -1;
+        return;
+      }
+      if (!text.empty() && text[0] == '-')
+        throw InputError(name,
+                         "is '" + std::string(text) +
+                             "'; allowed: a positive length (K/M allowed), or -1 for the largest that fits");
+      o.max_model_len = static_cast<std::int64_t>(count(1, kMaxLength));
+      return;
+    case F::gpu_memory_utilization:
+      o.gpu_memory_utilization = positive_fraction();
+      return;
+    case F::max_num_batched_tokens:
+      o.max_num_batched_tokens = count(1, kMaxLength);
+      return;
+    case F::max_num_seqs:
+      o.max_num_seqs = count(1, kMaxLength);
+      return;
+    case F::kv_cache_memory_bytes:
+      o.kv_cache_memory_bytes = count(1, kMaxBytes);
+      return;
+    case F::enforce_eager:
+      o.enforce_eager = true;
+      return;
+    case F::enable_prefix_caching:
+      o.enable_prefix_caching = true;
+      return;
+    case F::offline:
+      o.api_server = false;
+      return;
+    case F::mem_fraction_static:
+      o.mem_fraction_static = positive_fraction();
+      return;
+    case F::free_gpu_memory_fraction:
+      o.free_gpu_memory_fraction = positive_fraction();
+      return;
+    case F::ctx_size:
+      o.ctx_size = count(0, kMaxLength);
+      return;
+    case F::parallel:
+      o.parallel = static_cast<std::uint32_t>(count(1, kMaxRanks));
+      return;
+    case F::cache_type_k:
+    case F::cache_type_v:
+      if (text.empty()) throw InputError(name, "is empty; allowed: one of the engine's cache types");
+      (field == F::cache_type_k ? o.cache_type_k : o.cache_type_v) = std::string(text);
+      return;
+    case F::flash_attn:
+      if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())
+        throw InputError(name, "is '" + std::string(text) + "'; allowed: on, off, auto");
+      o.flash_attn = std::string(text);
+      return;
+    case F::swa_full:
+      o.swa_full = true;
+      return;
+    case F::ubatch_size:
+      o.ubatch_size = count(1, kMaxLength);
+      return;
+    case F::kv_unified:
+      o.kv_unified = true;
+      return;
+  }
+}
+
+}  // namespace kvsight
