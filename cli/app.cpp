@@ -1,57 +1,49 @@
 // The top-level CLI: subcommands, global options, and the one place exceptions
 // become exit codes (README.md "JSON contract": 0 ok, 1 check failed, 2 bad input, 3 device).
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
-#include <unistd.h>
+#include <utility>
 
 #include "commands.hpp"
 #include "flag_groups.hpp"
 #include "kvsight/error.hpp"
+#include "output_file.hpp"
 
 namespace kvsight::cli {
 
-void emit(const CliState& state, const std::string& text) {
-  if (state.output_path.empty()) {
-    std::cout << text;
-    if (!text.empty() && text.back() != '\n') std::cout << '\n';
-    std::cout.flush();
-    return;
-  }
-  // Write to a temporary name beside the target, then rename: a reader never sees
-  // a half-written file, and a failed run leaves the old file alone.
-  namespace fs = std::filesystem;
-  const fs::path target(state.output_path);
-  const fs::path temp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("--output", "cannot write '" + temp.string() + "' (does the directory exist?)");
-    out << text;
-    if (!text.empty() && text.back() != '\n') out << '\n';
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      throw InputError("--output", "write to '" + temp.string() + "' failed");
-    }
-  }
-  std::error_code error;
-  fs::rename(temp, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw InputError("--output", "cannot rename to '" + target.string() + "': " + error.message());
-  }
+void emit(CliState& state, const std::string& text) {
+  // Queued, not written: run_cli writes every artefact of the run once the command
+  // has returned (cli/output_file.hpp), so a failing run leaves no file behind.
+  std::string line = text;
+  if (!line.empty() && line.back() != '\n') line += '\n';
+  state.artefacts.push_back(Artefact{state.output_path, "--output", std::move(line)});
+}
+
+void add_artefact(CliState& state, const std::string& path, const std::string& flag, std::string text) {
+  state.artefacts.push_back(Artefact{path, flag, std::move(text)});
 }
 
 void add_output_options(CLI::App& command, CliState& state) {
+  // Checked at parse time like every output flag: a long sweep must not run only to
+  // be refused for its --format afterwards.
   command.add_option("--format", state.format_text, "Output format: table, json, csv or markdown")
-      ->default_str("table");
-  command.add_option("--output,-o", state.output_path,
-                     "Write the output to this file (written to a temporary name, then renamed)");
+      ->default_str("table")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            try {
+              (void)parse_format(text);
+            } catch (const InputError& e) {
+              const std::string message = e.what();
+              return message.rfind("--format: ", 0) == 0 ? message.substr(10) : message;
+            }
+            return "";
+          },
+          "FORMAT"));
+  command
+      .add_option("--output,-o", state.output_path,
+                  "Write the output to this file (a new name or a regular file; written to a random "
+                  "temporary beside it, then renamed, only if the run succeeds)")
+      ->check(output_target("--output"));
 }
 
 int run_cli(int argc, const char* const* argv) {
@@ -76,6 +68,16 @@ int run_cli(int argc, const char* const* argv) {
   add_gates_command(app, state);
   add_cliff_command(app, state);
 
+  // Help and version text go to stdout as well: checked like any output.
+  const auto finish_help = [](int code) {
+    try {
+      flush_stdout();
+    } catch (const OutputError& e) {
+      std::cerr << "kvsight: error: " << e.what() << "\n";
+      return 3;
+    }
+    return code;
+  };
   try {
     // Engines' single-dash words ("-tp", "-ctk") become their long names; what was
     // typed is kept for the messages that name a flag.
@@ -83,12 +85,15 @@ int run_cli(int argc, const char* const* argv) {
     std::vector<const char*> pointers;
     for (const std::string& argument : arguments) pointers.push_back(argument.c_str());
     app.parse(static_cast<int>(pointers.size()), pointers.data());
+    // The command returned: its flags were all valid and it succeeded (exit 0) or
+    // its check failed (exit 1, still a result). Only now is anything written.
+    write_artefacts(state.artefacts);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::ParseError& e) {
     // Unknown flags, missing values, values that do not convert: bad input.
     std::cerr << "kvsight: " << e.what() << "\n";
@@ -111,6 +116,10 @@ int run_cli(int argc, const char* const* argv) {
     return 2;
   } catch (const DeviceError& e) {
     std::cerr << "kvsight: device error: " << e.what() << "\n";
+    return 3;
+  } catch (const OutputError& e) {
+    // The run succeeded but its result could not be written (disk full, I/O error).
+    std::cerr << "kvsight: error: " << e.what() << "\n";
     return 3;
   } catch (const std::bad_alloc&) {
     std::cerr << "kvsight: runtime error: out of host memory\n";

@@ -1,15 +1,16 @@
 // kvsight cliff: decode time versus context for the selected attention path and a
 // split-KV path, beside the published vLLM #50264 / PR #45916 figures, optionally
 // with both probe kernels measured on this device.
+#include <cerrno>
 #include <cmath>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "commands.hpp"
 #include "flag_groups.hpp"
-#include "kvsight/app/engine_setup.hpp"
+#include "kvsight/app/cliff.hpp"
 #include "kvsight/counts.hpp"
 #include "kvsight/decode_model.hpp"
 #include "kvsight/error.hpp"
@@ -42,19 +43,29 @@ std::vector<std::uint64_t> parse_contexts(const std::string& text, const std::st
   return parse_count_list(text, field, 1, 1ull << 24);
 }
 
-std::string read_text(const std::string& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(field, "cannot read '" + path + "'");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+// --baseline-ms is a measured time: a finite number of milliseconds > 0. CLI11
+// converts "nan", "inf" and "-5" to doubles, and a negative one was then silently
+// ignored (issue #14 item 4).
+CLI::Validator finite_positive_ms() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(begin, &end);
+        if (text.empty() || end != begin + text.size() || errno == ERANGE || !std::isfinite(value) ||
+            !(value > 0))
+          return "is '" + text + "'; allowed: a finite number of milliseconds > 0";
+        return "";
+      },
+      "MS > 0");
 }
 
 std::string pct(double predicted, double published) {
   return (predicted >= published ? "+" : "") + fixed((predicted - published) / published * 100.0, 1) + "%";
 }
 
-// DESIGN.md: cliff JSON points carry {context, time_us, bytes, gbps} like the probes:
+// docs/architecture.md "Output contract": cliff JSON points carry {context, time_us, bytes, gbps} like the probes:
 // time_us is one attention call of the primary layers, bytes the K/V it reads.
 nlohmann::json point_json(const DecodePoint& p, const DecodeScenario& scenario) {
   const DecodeLayerGroup& group = scenario.groups.front();
@@ -87,145 +98,46 @@ struct Measured {
   std::vector<probes::SweepResult> sweeps;
 };
 
-Measured measure(const CliffArgs& args, const probes::AttentionShape& shape, std::uint32_t layers) {
-  Measured measured;
-  if (args.backend.empty()) return measured;
-  if (args.backend != "cpu" && args.backend != "cuda" && args.backend != "hip") {
-    throw InputError("--backend", "'" + args.backend + "' is not a backend; allowed: cuda, hip, cpu");
-  }
-  std::vector<std::uint64_t> contexts;
-  if (!args.measure_contexts_text.empty()) {
-    contexts = parse_contexts(args.measure_contexts_text, "--measure-contexts");
-  } else if (args.backend == "cpu") {
-    contexts = {256, 512, 1024, 2048};  // the cpu reference is slow: keep it small
-  } else {
-    contexts = {1024, 4096, 8192, 16384, 32768};
-  }
-  probes::ProbeOptions options;
-  options.repeats = args.repeats;
-  options.warmup = 1;
-  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  measured.present = true;
-  measured.backend = args.backend;
-  for (const char* kernel : {"nosplit", "splitkv"}) {
-    measured.sweeps.push_back(probes::run_sweep(args.backend, kernel, shape, contexts, options));
-    measured.device = measured.sweeps.back().device;
-  }
-  (void)layers;
-  return measured;
-}
-
 void run_cliff(const CliffArgs& args, CliState& state) {
-  const bool scenario_mode = !args.scenario.empty();
-  if (scenario_mode && args.scenario != "vllm-50264") {
-    throw InputError("--scenario", "'" + args.scenario + "' is not a scenario; allowed: vllm-50264");
-  }
-  if (!scenario_mode && (args.model.empty() || args.gpu.empty())) {
-    throw InputError("--scenario", "give --scenario vllm-50264, or --model and --gpu");
-  }
   check_engine_spellings(state, args.options.engine);
-  // The same engine checks as plan and gates (KV cache types, block size, constraints).
-  const app::EngineSetup engine_setup = app::setup_engine(args.options);
-  const EngineOptions& options = engine_setup.options;
+  app::CliffRequest request;
+  request.scenario = args.scenario;
+  request.model = args.model;
+  request.gpu = args.gpu;
+  request.options = args.options;
+  if (!args.contexts_text.empty()) request.contexts = parse_contexts(args.contexts_text, "--contexts");
+  if (args.baseline_ms >= 0) request.baseline_ms = args.baseline_ms;
+  request.calibration_path = args.calibration_path;
+  request.backend = args.backend;
+  if (!args.measure_contexts_text.empty())
+    request.measure_contexts = parse_contexts(args.measure_contexts_text, "--measure-contexts");
+  request.repeats = args.repeats;
+  request.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  const app::CliffOutcome outcome = app::run_cliff(request);
+  state.exit_code = app::exit_code(outcome.verdict);
 
-  DecodeScenario scenario;
-  std::vector<std::uint64_t> contexts;
-  std::vector<std::uint64_t> split_contexts;
-  std::string title, kernel, model_id, gpu_id, engine = options.engine;
-  bool splits_context = false;
-  std::vector<std::string> gate_errors;
-  probes::AttentionShape shape;
-  std::uint32_t block_size = 0, q_heads_per_rank = 0;
-  GpuSpec gpu;
-
-  if (scenario_mode) {
-    scenario = vllm_50264_scenario();
-    for (const PublishedPoint& p : vllm_50264_published()) contexts.push_back(p.context);
-    for (const PublishedPoint& p : vllm_45916_split_published()) split_contexts.push_back(p.context);
-    title = "Decode cliff, vLLM #50264: Qwen3.6-27B on 2 x RX 7900 XT (gfx1100), TP 2, batch 1, per rank";
-    kernel = "triton_paged_attention_2d";
-    model_id = "qwen3.6-27b";
-    gpu_id = "rx7900xt";
-    engine = "vllm";
-    block_size = 784;
-    q_heads_per_rank = 12;
-    shape.head_dim = 256;
-    shape.block_size = 784;
-    shape.kv_heads = 2;
-    shape.q_heads = 12;
-    shape.batch = 1;
-    shape.dtype = "bf16";
-    try {
-      gpu = find_gpu("rx7900xt");
-    } catch (const InputError&) {
-      gpu.id = "rx7900xt";
-      gpu.arch = "gfx1100";
-      gpu.multiprocessors = 84;
-      gpu.bandwidth_gbps = 800;
-    }
-    if (args.baseline_ms >= 0) {
-      scenario.baseline_ms = args.baseline_ms;
-      scenario.baseline_source = "--baseline-ms (measured by the user)";
-    }
-  } else {
-    const ModelSpec model = resolve_model(args.model);
-    gpu = find_gpu(args.gpu);
-    const GateResult gates = evaluate_gates(model, gpu, options);
-    if (gates.primary.selected.empty()) {
-      throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " +
-                                      gpu.id + "; see `kvsight gates`");
-    }
-    DecodeModelOptions decode_options;
-    if (args.baseline_ms >= 0) decode_options.baseline_ms = args.baseline_ms;
-    if (!args.calibration_path.empty()) {
-      decode_options.calibration = calibration_from_probe_json(
-          read_text(args.calibration_path, "--calibration"), args.calibration_path, gpu);
-    }
-    scenario = build_decode_scenario(model, gpu, options, gates, decode_options);
-    contexts = args.contexts_text.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
-                                          : parse_contexts(args.contexts_text, "--contexts");
-    split_contexts = contexts;
-    title = "Decode vs context: " + model.id + " on " + gpu.id + " (" + gpu.arch + "), " + options.engine +
-            ", TP " + std::to_string(options.tp) + ", batch " + std::to_string(scenario.batch) + ", per rank";
-    kernel = gates.primary.selected;
-    splits_context = gates.primary.splits_context;
-    gate_errors = gates.errors;
-    // The engine would refuse to start: the curve is still shown, the verdict is 1.
-    if (!gate_errors.empty()) state.exit_code = 1;
-    model_id = model.id;
-    gpu_id = gpu.id;
-    block_size = gates.block_size;
-    q_heads_per_rank = gates.primary.q_heads_per_rank;
-    shape.head_dim = gates.primary.head_size;
-    shape.block_size =
-        std::max<std::uint32_t>(1, std::min<std::uint32_t>(4096, block_size == 0 ? 256 : block_size));
-    shape.kv_heads = gates.primary.kv_heads_per_rank;
-    shape.q_heads = gates.primary.kv_heads_per_rank *
-                    std::max<std::uint32_t>(1, q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
-    shape.batch = static_cast<std::uint32_t>(scenario.batch);
-    shape.dtype = "bf16";
-  }
-  if (scenario_mode && !args.contexts_text.empty()) {
-    contexts = parse_contexts(args.contexts_text, "--contexts");
-    split_contexts = contexts;
-  }
-  if (scenario_mode && !args.calibration_path.empty()) {
-    scenario.calibration = calibration_from_probe_json(read_text(args.calibration_path, "--calibration"),
-                                                       args.calibration_path, gpu);
-  }
-
-  const DecodeCurve curve = predict_decode(scenario, contexts, false);
-  const DecodeCurve split_curve = predict_decode(scenario, split_contexts, true);
-  // Per-call growth of the selected kernel, 1K -> 32K (the published ratio's range).
+  // What the renderers below read, by the names they use.
+  const bool scenario_mode = outcome.scenario_mode;
+  const DecodeScenario& scenario = outcome.scenario;
+  const DecodeCurve& curve = outcome.curve;
+  const DecodeCurve& split_curve = outcome.split_curve;
   const DecodeLayerGroup& primary = scenario.groups.front();
-  const double call_1k = attention_call_us(scenario, primary, 1024, false);
-  const double call_32k = attention_call_us(scenario, primary, 32768, false);
-  const double growth = call_1k > 0 ? call_32k / call_1k : 0.0;
-  std::uint32_t split_32k_splits = 1;
-  const double split_call_32k = attention_call_us(scenario, primary, 32768, true, &split_32k_splits);
-  const double per_call_slope = (call_32k - call_1k) / (32768.0 - 1024.0);
-
-  const Measured measured = measure(args, shape, primary.layers);
+  const std::string &title = outcome.title, &kernel = outcome.kernel, &model_id = outcome.model_id,
+                    &gpu_id = outcome.gpu_id, &engine = outcome.engine;
+  const bool splits_context = outcome.splits_context;
+  const std::vector<std::string>& gate_errors = outcome.gate_errors;
+  const probes::AttentionShape& shape = outcome.shape;
+  const std::uint32_t block_size = outcome.block_size, q_heads_per_rank = outcome.q_heads_per_rank;
+  const double call_1k = outcome.call_1k_us, call_32k = outcome.call_32k_us, growth = outcome.growth;
+  const double split_call_32k = outcome.split_call_32k_us, per_call_slope = outcome.per_call_slope_us;
+  const std::uint32_t split_32k_splits = outcome.split_splits_32k;
+  Measured measured;
+  if (outcome.measured) {
+    measured.present = true;
+    measured.backend = outcome.measured->backend;
+    measured.device = outcome.measured->device;
+    measured.sweeps = outcome.measured->sweeps;
+  }
 
   // Published columns (scenario only), matched by context.
   auto published_at = [&](const std::vector<PublishedPoint>& list,
@@ -259,7 +171,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
       plot.series.push_back(published);
       plot.series.push_back(published_split);
     }
-    write_svg(plot, args.plot_path);
+    // Queued: written with the rest of the run's output once it succeeded.
+    add_artefact(state, args.plot_path, "--plot", render_svg(plot));
   }
 
   if (state.format() == Format::json) {
@@ -498,9 +411,10 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option(
       "--contexts", args->contexts_text,
       "Comma list of contexts to predict, K/M allowed (default 1024..32768; scenario: the published ones)");
-  command->add_option(
-      "--baseline-ms", args->baseline_ms,
-      "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)");
+  command
+      ->add_option("--baseline-ms", args->baseline_ms,
+                   "Measured non-attention time per step, ms (default: estimate from weights and bandwidth)")
+      ->check(finite_positive_ms());
   command->add_option(
       "--calibration", args->calibration_path,
       "JSON of `kvsight probe sweep --format json` (nosplit kernel) to calibrate the kernel times");
@@ -509,7 +423,8 @@ void add_cliff_command(CLI::App& app, CliState& state) {
   command->add_option("--measure-contexts", args->measure_contexts_text,
                       "Contexts for --backend (default cpu 256,512,1024,2048; gpu 1024..32768)");
   command->add_option("--repeats", args->repeats, "Timed repeats per probe point")->default_str("5");
-  command->add_option("--plot", args->plot_path, "Write ms/token vs context as an SVG file");
+  command->add_option("--plot", args->plot_path, "Write ms/token vs context as an SVG file")
+      ->check(output_target("--plot"));
   add_output_options(*command, state);
   command->callback([args, &state] { run_cliff(*args, state); });
 }

@@ -291,11 +291,9 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
   for (const auto& result : results) out[result.kernel] = result;
   if (!flags.json_output.empty()) {
     // The same JSON beside another --format (scripts/device-check.sh keeps both);
-    // emit() writes a temporary name and renames it, and runs only after every
-    // point passed its check (a fault throws before this: no file, no partial sweep).
-    CliState json_state = state;
-    json_state.output_path = flags.json_output;
-    emit(json_state, render_json(out));
+    // queued, and written only after every point passed its check and the whole
+    // command returned (a fault throws before this: no file, no partial sweep).
+    add_artefact(state, flags.json_output, "--json-output", render_json(out));
   }
   if (state.format() == Format::json) {
     emit(state, render_json(out));
@@ -383,7 +381,8 @@ void add_probe_command(CLI::App& app, CliState& state) {
       ->default_val("nosplit,splitkv");
   sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")
       ->default_val(0);
-  sweep->add_option("--json-output", flags->json_output, "Also write the JSON result to this file");
+  sweep->add_option("--json-output", flags->json_output, "Also write the JSON result to this file")
+      ->check(output_target("--json-output"));
   sweep->callback([&state, flags] { run_sweep(state, *flags); });
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "output.hpp"
+#include "output_file.hpp"
 
 namespace kvsight::cli {
 
@@ -16,12 +17,19 @@ struct CliState {
   int exit_code = 0;
   std::vector<std::string> typed_flags;  // every flag token as typed (normalize_arguments)
   std::string engine;                    // the selected engine, once known (error messages)
+  std::vector<Artefact> artefacts;  // queued by emit/add_artefact, written by run_cli after the run
   Format format() const { return parse_format(format_text); }
 };
 
-// Writes text to --output (temporary name, then rename: never a half-written
-// file) or to stdout.
-void emit(const CliState& state, const std::string& text);
+// Queues text for --output or stdout; run_cli writes it (cli/output_file.hpp:
+// random temporary, then rename; never a half-written file) once the command
+// returned without an error.
+void emit(CliState& state, const std::string& text);
+
+// Queues another artefact of the run (--plot SVG, sweep --json-output) the same way.
+// Its flag should carry ->check(output_target(flag)), so a bad path is refused
+// before the run.
+void add_artefact(CliState& state, const std::string& path, const std::string& flag, std::string text);
 
 // A validator for count flags read into unsigned integers: CLI11 2.1 would wrap
 // "-1" into 2^64 - 1, so the text is checked before conversion.

@@ -1,8 +1,6 @@
 // SVG line plot (see svg_plot.hpp).
 #include "svg_plot.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include <sstream>
 
 #include "kvsight/error.hpp"
+#include "output_file.hpp"
 
 namespace kvsight::cli {
 
@@ -137,28 +136,8 @@ std::string render_svg(const Plot& plot) {
 }
 
 void write_svg(const Plot& plot, const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path temp = target.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("--plot", "cannot write '" + temp.string() + "' (does the directory exist?)");
-    out << render_svg(plot);
-    out.flush();
-    if (!out) {
-      out.close();
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      throw InputError("--plot", "write to '" + temp.string() + "' failed");
-    }
-  }
-  std::error_code error;
-  fs::rename(temp, target, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw InputError("--plot", "cannot rename to '" + target.string() + "': " + error.message());
-  }
+  // The one checked writer (cli/output_file.hpp): random O_EXCL temporary, fsync, rename.
+  write_output_file(path, "--plot", render_svg(plot));
 }
 
 }  // namespace kvsight::cli

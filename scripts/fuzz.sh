@@ -8,6 +8,11 @@
 #
 # Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config safetensors calibration gguf)
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (default 2), CMAKE_ARGS,
+#              FUZZ_MAX_LEN (default 262144: inputs up to 256 KiB; issue #14's crashes
+#              were a 100 KB config of 50,000 nested arrays and a 60 KB calibration
+#              file, beyond the old 16 KiB cap), FUZZ_NICE (default 0; e.g. 19 for a
+#              long run on a shared machine), FUZZ_RUNS (stop after N executions
+#              instead of SECONDS, e.g. 10000000 for a nightly-length run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
@@ -15,6 +20,10 @@ shift || true
 TARGETS=("$@")
 if ((${#TARGETS[@]} == 0)); then TARGETS=(config safetensors calibration gguf); fi
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+MAX_LEN=${FUZZ_MAX_LEN:-262144}
+NICE=${FUZZ_NICE:-0}
+limit=(-max_total_time="$SECONDS_PER_TARGET")
+if [[ -n "${FUZZ_RUNS:-}" ]]; then limit=(-runs="$FUZZ_RUNS"); fi
 JOBS=${JOBS:-2}
 CXX_FUZZ=${CXX_FUZZ:-$(command -v clang++ || command -v clang++-14 || true)}
 if [[ -z "$CXX_FUZZ" ]]; then
@@ -41,16 +50,12 @@ for t in "${TARGETS[@]}"; do
   artifacts="$BUILD_DIR/artifacts/$t/"
   mkdir -p "$work" "$artifacts"
   log="$BUILD_DIR/fuzz-$t.log"
-  # Model-file readers get 1 MiB inputs (issue #14: 16 KB never reached deep
-  # nesting or long tensor tables); calibration keeps 16 KB.
-  max_len=16384
-  case "$t" in config | safetensors | gguf) max_len=1048576 ;; esac
-  echo "fuzz: $t for ${SECONDS_PER_TARGET}s (log $log)"
+  echo "fuzz: $t for ${FUZZ_RUNS:-${SECONDS_PER_TARGET}s} ${FUZZ_RUNS:+executions }(log $log)"
   set +e
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
-    "$BUILD_DIR/fuzz/fuzz_$t" -max_total_time="$SECONDS_PER_TARGET" -timeout=5 -rss_limit_mb=2048 \
-    -max_len="$max_len" -dict="fuzz/$t.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
+    nice -n "$NICE" "$BUILD_DIR/fuzz/fuzz_$t" "${limit[@]}" -timeout=5 -rss_limit_mb=2048 \
+    -max_len="$MAX_LEN" -dict="fuzz/$t.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
     "$work" "$seeds" >"$log" 2>&1
   rc=$?
   set -e
@@ -60,7 +65,8 @@ for t in "${TARGETS[@]}"; do
     grep -E 'ERROR|SUMMARY|finding|runtime error|uncaught|deadly|Test unit written' "$log" | head -20 >&2 || true
     status=1
   else
-    echo "fuzz: $t ok, $execs executions in ${SECONDS_PER_TARGET}s, corpus $(ls "$work" | wc -l) inputs"
+    secs=$(grep -E '^stat::' "$log" >/dev/null && grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{print $5}' | tail -1)
+    echo "fuzz: $t ok, $execs executions in ${secs:-$SECONDS_PER_TARGET}s, corpus $(ls "$work" | wc -l) inputs"
   fi
 done
 exit $status

@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -482,6 +485,145 @@ TEST(BadInputModelFiles, OfflineHubIdSaysWhatToRun) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("huggingface-cli download someorg/not-cached config.json"), std::string::npos)
       << run.err;
+}
+
+// ---- Issue #14, second round: calibration files, --baseline-ms and output
+// paths (cli/output_file.hpp, planner/src/decode/decode_model.cpp). Each case
+// asserts the exit code, the flag or key named, and that no file was written or
+// changed.
+
+// A valid no-split sweep of head_dim 256, 2 KV heads; cases break one part of it.
+std::string calibration_with(const std::string& points, const std::string& extra = "") {
+  return R"({"kernel":"nosplit","shape":{"head_dim":256,"kv_heads":2,"dtype":"bf16"},"points":)" + points +
+         "}" + extra;
+}
+const std::string kGoodPoints = R"([{"context":1024,"time_us":100},{"context":2048,"time_us":150}])";
+
+std::vector<Case> hostile_calibration_cases() {
+  const std::vector<std::string> cliff = {"cliff", "--scenario", "vllm-50264", "--calibration",
+                                          "@/sweep.json"};
+  auto c = [&](std::string name, std::string text, std::string expected) {
+    return Case{std::move(name), cliff, {{"sweep.json", std::move(text)}}, std::move(expected)};
+  };
+  const std::string splitkv_1e300 =
+      R"({"sweeps":[)" + calibration_with(kGoodPoints) +
+      R"(,{"kernel":"splitkv","points":[{"context":4096,"time_us":10,"gbps":1e300}]}]})";
+  return {
+      // 30,000 nested arrays crashed the recursive walk (stack overflow): now the
+      // parser stops at depth 65 of the 64 allowed (kvsight/input_file.hpp).
+      c("30000 nested arrays", std::string(30000, '[') + std::string(30000, ']'), "nests deeper than 64"),
+      c("nested objects in an unused key",
+        calibration_with(kGoodPoints)
+            .insert(1,
+                    [] {
+                      std::string deep;
+                      for (int i = 0; i < 20000; ++i) deep += "{\"a\":";
+                      return "\"unused\":" + deep + "1" + std::string(20000, '}') + ",";
+                    }()),
+        "nests deeper than 64"),
+      c("NUL then garbage after the document", calibration_with(kGoodPoints, std::string("\0garbage", 8)),
+        "NUL byte"),
+      c("trailing garbage", calibration_with(kGoodPoints, " {}"), "--calibration"),
+      c("negative time",
+        calibration_with(R"([{"context":1024,"time_us":-5},{"context":2048,"time_us":150}])"),
+        "points[0].time_us is -5"),
+      c("zero time", calibration_with(R"([{"context":1024,"time_us":0},{"context":2048,"time_us":150}])"),
+        "points[0].time_us is 0"),
+      c("time missing (was read as 0)",
+        calibration_with(R"([{"context":1024},{"context":2048,"time_us":150}])"),
+        "points[0].time_us is missing"),
+      c("context missing (was read as 0)",
+        calibration_with(R"([{"context":1024,"time_us":100},{"time_us":150}])"),
+        "points[1].context is missing"),
+      c("fractional context",
+        calibration_with(R"([{"context":1024.5,"time_us":100},{"context":2048,"time_us":150}])"),
+        "points[0].context is 1024.5"),
+      c("context beyond the probes' 2^24",
+        calibration_with(R"([{"context":1024,"time_us":100},{"context":1e12,"time_us":150}])"),
+        "points[1].context"),
+      c("time 1e300 us",
+        calibration_with(R"([{"context":1024,"time_us":100},{"context":2048,"time_us":1e300}])"),
+        "points[1].time_us"),
+      c("all points at one context",
+        calibration_with(R"([{"context":1024,"time_us":100},{"context":1024,"time_us":150}])"),
+        "at least two different contexts"),
+      c("splitkv gbps 1e300", splitkv_1e300, "$.sweeps[1].points[0].gbps is 1e+300"),
+      c("head_dim missing", R"({"kernel":"nosplit","shape":{"kv_heads":2},"points":)" + kGoodPoints + "}",
+        "shape.head_dim is missing"),
+      c("dtype unknown",
+        R"({"kernel":"nosplit","shape":{"head_dim":256,"kv_heads":2,"dtype":"fp7"},"points":)" + kGoodPoints +
+            "}",
+        "shape.dtype is 'fp7'; allowed: bf16, fp16, fp32"),
+  };
+}
+
+TEST(BadInput, HostileCalibrationFiles) {
+  for (const auto& c : hostile_calibration_cases()) run_case(c);
+}
+
+TEST(BadInput, HostileCalibrationControlIsAccepted) {
+  // The base every case above breaks is itself accepted: the cases fail for the
+  // part they break. slope = (150 - 100) / (2048 - 1024) us/token; head_dim 256
+  // bf16 reads (256 + 256) x 2 = 1024 B per token per program, so the rate is
+  // 1024 B / (50/1024 us) = 20,971.52 B/us = 20.972 GB/s.
+  const std::string dir = temp_dir("calibration-control");
+  write_file(dir + "/sweep.json", calibration_with(kGoodPoints));
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--calibration", dir + "/sweep.json",
+                                "--format", "json", "--output", dir + "/out.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(dir + "/out.json");
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_NEAR(j.at("calibration").at("per_program_gbps").get<double>(), 1024.0 / (50.0 / 1024.0) / 1000.0,
+              1e-9);
+}
+
+TEST(BadInput, CalibrationThatIsAFifoIsRefusedWithoutBlocking) {
+  // Opening a FIFO with no writer blocked forever (issue #14 item 5).
+  const std::string dir = temp_dir("calibration-fifo");
+  ASSERT_EQ(::mkfifo((dir + "/sweep.json").c_str(), 0600), 0);
+  run_case({"calibration FIFO",
+            {"cliff", "--scenario", "vllm-50264", "--calibration", dir + "/sweep.json"},
+            {},
+            "a FIFO"});
+}
+
+TEST(BadInput, BaselineMsMustBeFiniteAndPositive) {
+  // nan and inf were taken as numbers, -5 was silently ignored (the estimate used).
+  for (const char* value : {"nan", "inf", "-inf", "-5", "0", "1e999", "", "5ms"}) {
+    run_case({std::string("--baseline-ms ") + value,
+              {"cliff", "--scenario", "vllm-50264", "--baseline-ms", value},
+              {},
+              "--baseline-ms"});
+  }
+  // The control: a finite positive time is used as given.
+  const std::string dir = temp_dir("baseline-control");
+  const auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--baseline-ms", "79.5", "--format",
+                                "json", "--output", dir + "/out.json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::ifstream in(dir + "/out.json");
+  EXPECT_EQ(nlohmann::json::parse(in).at("baseline_ms").get<double>(), 79.5);
+}
+
+TEST(BadInput, OutputThatIsASymlinkOrDeviceIsRefusedAndUnchanged) {
+  const std::string dir = temp_dir("hostile-output");
+  write_file(dir + "/victim", "precious");
+  fs::create_symlink(dir + "/victim", dir + "/out.json");
+  for (const std::string flag : {"--output", "--plot"}) {
+    SCOPED_TRACE(flag);
+    std::vector<std::string> args = {"cliff", "--scenario", "vllm-50264", flag, dir + "/out.json"};
+    const auto run = run_kvsight(args);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find(flag), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("symlink"), std::string::npos) << run.err;
+    EXPECT_EQ(run.out, "");
+    std::ifstream victim(dir + "/victim");
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim), {}), "precious");
+    EXPECT_TRUE(fs::is_symlink(dir + "/out.json"));
+  }
+  const auto device = run_kvsight({"probe", "sweep", "--backend", "cpu", "--json-output", "/dev/null"});
+  EXPECT_EQ(device.exit_code, 2) << device.err;
+  EXPECT_NE(device.err.find("--json-output"), std::string::npos) << device.err;
+  EXPECT_NE(device.err.find("character device"), std::string::npos) << device.err;
 }
 
 }  // namespace

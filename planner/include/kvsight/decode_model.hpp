@@ -9,7 +9,7 @@
 // each reading its (sequence, KV head) share of the context serially, so a call
 // costs t0 + c x bytes_per_token_per_program / per_program_rate. A split kernel
 // divides each program's share by its split count, and is bounded below by the
-// device's achieved bandwidth once it fills the device (DESIGN.md "Decode model").
+// device's achieved bandwidth once it fills the device (docs/architecture.md "Decode model").
 // Every figure carries the calibration it used.
 #include <cstdint>
 #include <optional>

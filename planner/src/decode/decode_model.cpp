@@ -9,6 +9,7 @@
 
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
+#include "kvsight/input_file.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight {
@@ -219,38 +220,142 @@ DecodeScenario vllm_50264_scenario() {
   return s;
 }
 
+namespace {
+
+// Limits on what a calibration file may claim (issue #14 item 4; docs/reliability.md).
+// Contexts: the probes' own range (probes/src/probes.cpp kMaxContext = 2^24, int32
+// block-table indices), so a file can only hold contexts a probe could have run.
+constexpr double kMaxCalibrationContext = 16777216.0;
+// Times: one decode attention call over 1000 s (1e9 us) is not a measurement.
+constexpr double kMaxCalibrationTimeUs = 1e9;
+// Bandwidth: the fastest GPU in the catalog (planner/data/gpus.json) is b200 at
+// 7,700 GB/s; 100,000 GB/s is 13x that, so a larger figure (gbps: 1e300) is a unit
+// slip or a forged file, never a measurement.
+constexpr double kMaxCalibrationGbps = 100000.0;
+// Shapes: head_dim and KV heads of any model the planner reads are far below this.
+constexpr double kMaxCalibrationShape = 65536.0;
+
+// What a value is, for a message: a number is printed (it is one token), anything
+// else only by its type name, never dump()ed (an untrusted value may be huge or deep).
+std::string describe(const nlohmann::json& value) {
+  if (value.is_number()) return value.dump();
+  return std::string("a ") + value.type_name();
+}
+
+// A short printable copy of an untrusted string (backend/device names end up in
+// tables and in the source line): at most 64 characters, controls replaced by '?'.
+std::string printable(const nlohmann::json& value) {
+  if (!value.is_string()) return "?";
+  std::string text = value.get<std::string>().substr(0, 64);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text.empty() ? "?" : text;
+}
+
+class CalibrationReader {
+ public:
+  explicit CalibrationReader(const std::string& origin) : origin_(origin) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError("--calibration", "'" + origin_ + "': " + key + " " + what);
+  }
+
+  // A number at node[key] (node an object), present, finite and in [low, high].
+  double number(const nlohmann::json& node, const std::string& where, const char* key, double low,
+                double high, const std::string& allowed) const {
+    const std::string name = where + "." + key;
+    const auto it = node.find(key);
+    if (it == node.end()) fail(name, "is missing; allowed: " + allowed);
+    if (!it->is_number()) fail(name, "is " + describe(*it) + "; allowed: " + allowed);
+    const double value = it->get<double>();
+    if (!std::isfinite(value) || value < low || value > high)
+      fail(name, "is " + describe(*it) + "; allowed: " + allowed);
+    return value;
+  }
+
+  // As number(), and a whole number.
+  double count(const nlohmann::json& node, const std::string& where, const char* key, double high,
+               const std::string& allowed) const {
+    const double value = number(node, where, key, 1, high, allowed);
+    if (value != std::floor(value))
+      fail(where + "." + key, "is " + describe(node.at(key)) + "; allowed: " + allowed);
+    return value;
+  }
+
+  const nlohmann::json& points(const nlohmann::json& sweep, const std::string& where) const {
+    const auto it = sweep.find("points");
+    if (!it->is_array()) fail(where + ".points", "is " + describe(*it) + "; allowed: an array of points");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      if (!(*it)[i].is_object())
+        fail(where + ".points[" + std::to_string(i) + "]",
+             "is " + describe((*it)[i]) + "; allowed: an object {context, time_us, ...}");
+    }
+    return *it;
+  }
+
+ private:
+  const std::string& origin_;
+};
+
+struct FoundSweep {
+  const nlohmann::json* node;
+  std::string where;  // its path in the file, e.g. sweeps[0] or nosplit
+};
+
+// Every sweep object {kernel, points, ...}, wherever it is nested, in document
+// order. An explicit stack, not recursion: the depth is bounded by the parser
+// (parse_json_input, kMaxJsonDepth) but the walk does not rely on it.
+std::vector<FoundSweep> find_sweeps(const nlohmann::json& root) {
+  std::vector<FoundSweep> found;
+  std::vector<FoundSweep> stack{{&root, "$"}};
+  while (!stack.empty()) {
+    const FoundSweep item = stack.back();
+    stack.pop_back();
+    const nlohmann::json& node = *item.node;
+    std::vector<FoundSweep> children;
+    if (node.is_array()) {
+      for (std::size_t i = 0; i < node.size(); ++i)
+        children.push_back({&node[i], item.where + "[" + std::to_string(i) + "]"});
+    } else if (node.is_object()) {
+      if (node.contains("points") && node.contains("kernel")) {
+        found.push_back(item);
+        continue;
+      }
+      // `probe sweep --format json` keys each kernel's sweep by its name ("nosplit",
+      // "splitkv"); other layouts nest them under "sweeps" / "results": look everywhere.
+      for (const auto& entry : node.items())
+        children.push_back({&entry.value(), item.where + "." + entry.key()});
+    }
+    // Reversed onto the stack, so children are visited in document order.
+    stack.insert(stack.end(), children.rbegin(), children.rend());
+  }
+  return found;
+}
+
+}  // namespace
+
 static KernelCalibration read_calibration_json(const std::string& json_text, const std::string& origin,
                                                const GpuSpec& gpu) {
-  nlohmann::json root;
-  try {
-    root = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError("--calibration", "'" + origin + "' is not JSON (" + std::string(e.what()) +
-                                          "); expected the output of `kvsight probe sweep --format json`");
-  }
-  // Collect every sweep object {kernel, shape, points[]}, wherever it is nested.
-  std::vector<const nlohmann::json*> sweeps;
-  auto collect = [&sweeps](const nlohmann::json& node, auto& self) -> void {
-    if (node.is_array()) {
-      for (const auto& item : node) self(item, self);
-      return;
-    }
-    if (!node.is_object()) return;
-    if (node.contains("points") && node.contains("kernel")) {
-      sweeps.push_back(&node);
-      return;
-    }
-    // `probe sweep --format json` keys each kernel's sweep by its name ("nosplit",
-    // "splitkv"); other layouts nest them under "sweeps" / "results": look everywhere.
-    for (const auto& item : node.items()) self(item.value(), self);
-  };
-  collect(root, collect);
+  // Depth-limited, NUL- and trailing-byte-refusing parse (kvsight/input_file.hpp).
+  const nlohmann::json root = parse_json_input(json_text, "--calibration");
+  const CalibrationReader reader(origin);
   const nlohmann::json* nosplit = nullptr;
   const nlohmann::json* split = nullptr;
-  for (const nlohmann::json* sweep : sweeps) {
-    const std::string kernel = sweep->value("kernel", "");
-    if (kernel == "nosplit" && !nosplit) nosplit = sweep;
-    if (kernel == "splitkv" && !split) split = sweep;
+  std::string nosplit_where, split_where;
+  for (const FoundSweep& sweep : find_sweeps(root)) {
+    const nlohmann::json& kernel = sweep.node->at("kernel");
+    if (!kernel.is_string())
+      reader.fail(sweep.where + ".kernel",
+                  "is " + describe(kernel) + "; allowed: \"nosplit\" or \"splitkv\"");
+    if (kernel == "nosplit" && !nosplit) {
+      nosplit = sweep.node;
+      nosplit_where = sweep.where;
+    }
+    if (kernel == "splitkv" && !split) {
+      split = sweep.node;
+      split_where = sweep.where;
+    }
   }
   if (!nosplit) {
     throw InputError("--calibration",
@@ -258,24 +363,45 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
                          "' holds no sweep of kernel \"nosplit\" with points[]; run `kvsight probe "
                          "sweep --kernel nosplit --format json`");
   }
-  const nlohmann::json& shape = nosplit->contains("shape") ? nosplit->at("shape") : nlohmann::json::object();
-  const double head_dim = shape.value("head_dim", 0.0);
-  const double kv_heads = shape.value("kv_heads", 0.0);
-  const double batch = shape.value("batch", 1.0);
-  const std::string dtype = shape.value("dtype", std::string("bf16"));
-  if (head_dim <= 0 || kv_heads <= 0) {
-    throw InputError("--calibration",
-                     "'" + origin + "': the nosplit sweep has no shape.head_dim / shape.kv_heads");
+  const auto shape_it = nosplit->find("shape");
+  if (shape_it == nosplit->end() || !shape_it->is_object())
+    reader.fail(nosplit_where + ".shape", shape_it == nosplit->end()
+                                              ? "is missing; allowed: {head_dim, kv_heads, dtype, ...}"
+                                              : "is " + describe(*shape_it) + "; allowed: an object");
+  const nlohmann::json& shape = *shape_it;
+  const std::string shape_where = nosplit_where + ".shape";
+  const double head_dim = reader.count(shape, shape_where, "head_dim", kMaxCalibrationShape,
+                                       "a whole number 1..65536 (the probe's head dimension)");
+  const double kv_heads =
+      reader.count(shape, shape_where, "kv_heads", kMaxCalibrationShape, "a whole number 1..65536");
+  // The probes always write dtype; an older file without it was measured in bf16,
+  // the probes' default (cli/cmd_probe.cpp --dtype).
+  std::string dtype = "bf16";
+  if (const auto it = shape.find("dtype"); it != shape.end()) {
+    if (!it->is_string() || (*it != "bf16" && *it != "fp16" && *it != "fp32"))
+      reader.fail(shape_where + ".dtype", "is " +
+                                              (it->is_string() ? "'" + printable(*it) + "'" : describe(*it)) +
+                                              "; allowed: bf16, fp16, fp32");
+    dtype = it->get<std::string>();
   }
   std::vector<double> x, y;
-  for (const auto& point : nosplit->at("points")) {
-    x.push_back(point.value("context", 0.0));
-    y.push_back(point.value("time_us", 0.0));
+  const nlohmann::json& nosplit_points = reader.points(*nosplit, nosplit_where);
+  for (std::size_t i = 0; i < nosplit_points.size(); ++i) {
+    const std::string where = nosplit_where + ".points[" + std::to_string(i) + "]";
+    x.push_back(reader.count(nosplit_points[i], where, "context", kMaxCalibrationContext,
+                             "a whole number of tokens 1..16777216"));
+    y.push_back(reader.number(nosplit_points[i], where, "time_us", 0, kMaxCalibrationTimeUs,
+                              "a finite time in microseconds, 0..1e9"));
+    if (!(y.back() > 0)) reader.fail(where + ".time_us", "is 0; allowed: a measured time > 0 microseconds");
   }
   if (x.size() < 2) {
     throw InputError("--calibration", "'" + origin + "': the nosplit sweep needs at least 2 points, has " +
                                           std::to_string(x.size()));
   }
+  if (std::all_of(x.begin(), x.end(), [&x](double c) { return c == x.front(); }))
+    reader.fail(nosplit_where + ".points",
+                "all have context " + fmt(x.front(), 0) +
+                    "; allowed: at least two different contexts (a slope needs them)");
   const double slope = least_squares_slope_of(x, y);
   if (slope <= 0) {
     throw InputError("--calibration", "'" + origin +
@@ -300,18 +426,27 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   std::string split_note = "fill-device bandwidth 80% of the catalog peak (assumed)";
   if (split) {
     double best = 0;
-    for (const auto& point : split->at("points")) best = std::max(best, point.value("gbps", 0.0));
+    const nlohmann::json& split_points = reader.points(*split, split_where);
+    for (std::size_t i = 0; i < split_points.size(); ++i) {
+      const std::string where = split_where + ".points[" + std::to_string(i) + "]";
+      const double gbps = reader.number(split_points[i], where, "gbps", 0, kMaxCalibrationGbps,
+                                        "a finite bandwidth in GB/s, 0..100000");
+      best = std::max(best, gbps);
+    }
     if (best > 0) {
       c.achieved_bandwidth_gbps = best;
       split_note = "fill-device bandwidth " + fmt(best, 1) + " GB/s (best splitkv point)";
     }
   }
-  (void)batch;
-  c.source = "probe sweep '" + origin + "' (" + nosplit->value("backend", std::string("?")) + ", " +
-             nosplit->value("device", std::string("?")) + ", nosplit, " + std::to_string(x.size()) +
-             " points, head_dim " + fmt(head_dim, 0) + ", " + fmt(kv_heads, 0) + " KV heads): slope " +
-             fmt(slope, 4) + " us/token -> " + fmt(c.per_program_gbps, 3) + " GB/s per program, t0 " +
-             fmt(c.call_overhead_us, 2) + " us; " + split_note;
+  const auto text_at = [&](const char* key) {
+    const auto it = nosplit->find(key);
+    return it == nosplit->end() ? std::string("?") : printable(*it);
+  };
+  c.source = "probe sweep '" + origin + "' (" + text_at("backend") + ", " + text_at("device") +
+             ", nosplit, " + std::to_string(x.size()) + " points, head_dim " + fmt(head_dim, 0) + ", " +
+             fmt(kv_heads, 0) + " KV heads): slope " + fmt(slope, 4) + " us/token -> " +
+             fmt(c.per_program_gbps, 3) + " GB/s per program, t0 " + fmt(c.call_overhead_us, 2) + " us; " +
+             split_note;
   return c;
 }
 

@@ -1,0 +1,65 @@
+#pragma once
+// The cliff use case: decode time versus context for the attention path the engine
+// selects and a split-KV path, for a published scenario (vllm-50264) or any model and
+// GPU, optionally with both probe kernels measured at the model's real shape.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvsight/app/verdict.hpp"
+#include "kvsight/budget.hpp"
+#include "kvsight/decode_model.hpp"
+#include "kvsight/gates.hpp"
+#include "kvsight/gpu.hpp"
+#include "kvsight/probes/probes.hpp"
+
+namespace kvsight::app {
+
+struct CliffRequest {
+  std::string scenario;  // "vllm-50264", or "" with model and gpu
+  std::string model;
+  std::string gpu;
+  EngineOptions options;
+  std::vector<std::uint64_t> contexts;          // empty: the scenario's published ones, or 1K..32K
+  std::optional<double> baseline_ms;            // measured non-attention time per step
+  std::string calibration_path;                 // `probe sweep --format json` file
+  std::string backend;                          // "" = no measurement; cpu, cuda, hip
+  std::vector<std::uint64_t> measure_contexts;  // empty: defaults per backend
+  int repeats = 5;
+  std::function<void(const std::string&)> progress;  // probe progress lines
+};
+
+// Both probe kernels measured at the model's shape.
+struct CliffMeasurement {
+  std::string backend, device;
+  std::vector<probes::SweepResult> sweeps;  // nosplit, splitkv
+};
+
+struct CliffOutcome {
+  bool scenario_mode = false;
+  std::string title, kernel, model_id, gpu_id, engine;
+  bool splits_context = false;
+  std::vector<std::string> gate_errors;  // the engine would refuse to start
+  probes::AttentionShape shape;          // the probe shape bridged from the gates
+  std::uint32_t block_size = 0, q_heads_per_rank = 0;
+  GpuSpec gpu;
+  DecodeScenario scenario;
+  DecodeCurve curve, split_curve;
+  // Per-call growth of the selected kernel over the published ratio's range, 1K -> 32K.
+  double call_1k_us = 0, call_32k_us = 0, growth = 0, per_call_slope_us = 0;
+  double split_call_32k_us = 0;
+  std::uint32_t split_splits_32k = 1;
+  std::optional<CliffMeasurement> measured;
+  Verdict verdict = Verdict::ok;
+};
+
+// The probe shape for the selected path of a gate result: head_dim, the block size the
+// engine uses (bounded to what a probe can allocate), KV heads per rank and the whole
+// GQA group, at this batch.
+probes::AttentionShape probe_shape_for(const GateResult& gates, std::uint64_t batch);
+
+CliffOutcome run_cliff(const CliffRequest& request);
+
+}  // namespace kvsight::app

@@ -1,0 +1,153 @@
+// The cliff use case (kvsight/app/cliff.hpp).
+#include "kvsight/app/cliff.hpp"
+
+#include <algorithm>
+
+#include "kvsight/app/engine_setup.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/input_file.hpp"
+#include "kvsight/model.hpp"
+
+namespace kvsight::app {
+
+namespace {
+
+// A `probe sweep --format json` file is about 0.5 KB per point (du of one: 7 points
+// x 2 kernels = 6.9 KB); 16 MiB is thousands of times that and still read in a blink.
+// Larger, a FIFO or a device is refused before reading (kvsight/input_file.hpp).
+constexpr std::uint64_t kMaxCalibrationBytes = 16ull << 20;
+
+KernelCalibration read_calibration(const std::string& path, const GpuSpec& gpu) {
+  return calibration_from_probe_json(read_input_file(path, "--calibration", kMaxCalibrationBytes), path, gpu);
+}
+
+CliffMeasurement measure(const CliffRequest& request, const probes::AttentionShape& shape) {
+  if (request.backend != "cpu" && request.backend != "cuda" && request.backend != "hip")
+    throw InputError("--backend", "'" + request.backend + "' is not a backend; allowed: cuda, hip, cpu");
+  std::vector<std::uint64_t> contexts = request.measure_contexts;
+  if (contexts.empty()) {
+    // The cpu reference is slow: keep it small there.
+    contexts = request.backend == "cpu" ? std::vector<std::uint64_t>{256, 512, 1024, 2048}
+                                        : std::vector<std::uint64_t>{1024, 4096, 8192, 16384, 32768};
+  }
+  probes::ProbeOptions options;
+  options.repeats = request.repeats;
+  options.warmup = 1;
+  if (request.progress) options.progress = request.progress;
+  CliffMeasurement measured;
+  measured.backend = request.backend;
+  for (const char* kernel : {"nosplit", "splitkv"}) {
+    measured.sweeps.push_back(probes::run_sweep(request.backend, kernel, shape, contexts, options));
+    measured.device = measured.sweeps.back().device;
+  }
+  return measured;
+}
+
+// The published vLLM #50264 case (docs/reference/cliff.md "Setup"): Qwen3.6-27B at TP 2
+// on gfx1100, batch 1: per rank 12 Q / 2 KV heads of head_dim 256, block 784.
+void set_published_scenario(const CliffRequest& request, CliffOutcome& out,
+                            std::vector<std::uint64_t>& contexts,
+                            std::vector<std::uint64_t>& split_contexts) {
+  out.scenario = vllm_50264_scenario();
+  for (const PublishedPoint& p : vllm_50264_published()) contexts.push_back(p.context);
+  for (const PublishedPoint& p : vllm_45916_split_published()) split_contexts.push_back(p.context);
+  out.title = "Decode cliff, vLLM #50264: Qwen3.6-27B on 2 x RX 7900 XT (gfx1100), TP 2, batch 1, per rank";
+  out.kernel = "triton_paged_attention_2d";
+  out.model_id = "qwen3.6-27b";
+  out.gpu_id = "rx7900xt";
+  out.engine = "vllm";
+  out.block_size = 784;
+  out.q_heads_per_rank = 12;
+  out.shape.head_dim = 256;
+  out.shape.block_size = 784;
+  out.shape.kv_heads = 2;
+  out.shape.q_heads = 12;
+  out.shape.batch = 1;
+  out.shape.dtype = "bf16";
+  out.gpu = find_gpu("rx7900xt");
+  if (request.baseline_ms) {
+    out.scenario.baseline_ms = *request.baseline_ms;
+    out.scenario.baseline_source = "--baseline-ms (measured by the user)";
+  }
+  if (!request.contexts.empty()) contexts = split_contexts = request.contexts;
+  if (!request.calibration_path.empty())
+    out.scenario.calibration = read_calibration(request.calibration_path, out.gpu);
+}
+
+}  // namespace
+
+probes::AttentionShape probe_shape_for(const GateResult& gates, std::uint64_t batch) {
+  probes::AttentionShape shape;
+  const LayerGroupGate& primary = gates.primary;
+  shape.head_dim = primary.head_size;
+  // llama.cpp has no blocks (0): probe with 256-token blocks, its cell padding.
+  shape.block_size = std::max<std::uint32_t>(
+      1, std::min<std::uint32_t>(4096, gates.block_size == 0 ? 256 : gates.block_size));
+  shape.kv_heads = primary.kv_heads_per_rank;
+  shape.q_heads =
+      primary.kv_heads_per_rank *
+      std::max<std::uint32_t>(1, primary.q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
+  shape.batch = static_cast<std::uint32_t>(batch);
+  shape.dtype = "bf16";
+  return shape;
+}
+
+CliffOutcome run_cliff(const CliffRequest& request) {
+  const bool scenario_mode = !request.scenario.empty();
+  if (scenario_mode && request.scenario != "vllm-50264")
+    throw InputError("--scenario", "'" + request.scenario + "' is not a scenario; allowed: vllm-50264");
+  if (!scenario_mode && (request.model.empty() || request.gpu.empty()))
+    throw InputError("--scenario", "give --scenario vllm-50264, or --model and --gpu");
+  // The same engine checks as plan and gates (KV cache types, block size, constraints).
+  const EngineSetup setup = setup_engine(request.options);
+  const EngineOptions& options = setup.options;
+
+  CliffOutcome out;
+  out.scenario_mode = scenario_mode;
+  out.engine = options.engine;
+  std::vector<std::uint64_t> contexts, split_contexts;
+  if (scenario_mode) {
+    set_published_scenario(request, out, contexts, split_contexts);
+  } else {
+    const ModelSpec model = resolve_model(request.model);
+    out.gpu = find_gpu(request.gpu);
+    const GateResult gates = evaluate_gates(model, out.gpu, options);
+    if (gates.primary.selected.empty())
+      throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " +
+                                      out.gpu.id + "; see `kvsight gates`");
+    DecodeModelOptions decode_options;
+    if (request.baseline_ms) decode_options.baseline_ms = *request.baseline_ms;
+    if (!request.calibration_path.empty())
+      decode_options.calibration = read_calibration(request.calibration_path, out.gpu);
+    out.scenario = build_decode_scenario(model, out.gpu, options, gates, decode_options);
+    contexts = request.contexts.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
+                                        : request.contexts;
+    split_contexts = contexts;
+    out.title = "Decode vs context: " + model.id + " on " + out.gpu.id + " (" + out.gpu.arch + "), " +
+                options.engine + ", TP " + std::to_string(options.tp) + ", batch " +
+                std::to_string(out.scenario.batch) + ", per rank";
+    out.kernel = gates.primary.selected;
+    out.splits_context = gates.primary.splits_context;
+    out.gate_errors = gates.errors;
+    out.model_id = model.id;
+    out.gpu_id = out.gpu.id;
+    out.block_size = gates.block_size;
+    out.q_heads_per_rank = gates.primary.q_heads_per_rank;
+    out.shape = probe_shape_for(gates, out.scenario.batch);
+  }
+
+  out.curve = predict_decode(out.scenario, contexts, false);
+  out.split_curve = predict_decode(out.scenario, split_contexts, true);
+  const DecodeLayerGroup& primary = out.scenario.groups.front();
+  out.call_1k_us = attention_call_us(out.scenario, primary, 1024, false);
+  out.call_32k_us = attention_call_us(out.scenario, primary, 32768, false);
+  out.growth = out.call_1k_us > 0 ? out.call_32k_us / out.call_1k_us : 0.0;
+  out.split_call_32k_us = attention_call_us(out.scenario, primary, 32768, true, &out.split_splits_32k);
+  out.per_call_slope_us = (out.call_32k_us - out.call_1k_us) / (32768.0 - 1024.0);
+  if (!request.backend.empty()) out.measured = measure(request, out.shape);
+  // The engine would refuse to start: the curve is still shown, the verdict is 1.
+  out.verdict = out.gate_errors.empty() ? Verdict::ok : Verdict::check_failed;
+  return out;
+}
+
+}  // namespace kvsight::app
