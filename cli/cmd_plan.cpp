@@ -140,7 +140,11 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
 
   ReportSection w{"Weights", {}};
   w.rows.push_back({"parameters", with_commas(r.weights.params), fixed(static_cast<double>(r.weights.params) / 1e9, 2) + " B"});
-  w.rows.push_back({"bytes", bytes_cell(r.weights.bytes), r.weights.exact ? "exact (safetensors)" : "estimate"});
+  w.rows.push_back(
+      {"bytes", bytes_cell(r.weights.bytes),
+       r.weights.exact
+           ? (r.weights.method.find("GGUF") != std::string::npos ? "exact (GGUF)" : "exact (safetensors)")
+           : "estimate"});
   if (per_rank) w.rows.push_back({"bytes per rank", bytes_cell(r.weights.bytes_per_rank), "largest rank"});
   rep.sections.push_back(w);
 

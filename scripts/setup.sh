@@ -13,6 +13,15 @@ packages=(
   hipcc libamdhip64-dev rocm-device-libs # HIP backend compile check (probes/)
 )
 
+# The gguf Python package (llama.cpp's gguf-py) writes the GGUF files
+# tests/test_gguf.cpp reads. Installed with pip when `import gguf` fails.
+ensure_gguf() {
+  if python3 -c "import gguf" 2>/dev/null; then return 0; fi
+  echo "setup: pip-installing gguf (tests/make_gguf.py)"
+  python3 -m pip install -q --break-system-packages gguf 2>/dev/null || python3 -m pip install -q gguf
+}
+ensure_gguf
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -31,3 +40,4 @@ if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+ensure_gguf  # python3 may have been installed just now

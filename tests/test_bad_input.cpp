@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -379,6 +380,111 @@ TEST(FuzzFindings, CalibrationWhoseFitIsNotFiniteIsInputError) {
       R"({"kernel":"nosplit","shape":{"head_dim":128,"kv_heads":2},)"
       R"("points":[{"context":1,"time_us":-1e308},{"context":2,"time_us":1e308}]})";
   EXPECT_THROW(calibration_from_probe_json(text, "sweep.json", gpu), InputError);
+}
+
+// ---- Issue #14 items 4 and 5, model inputs (issue #11 branch model-inputs) ----
+// Quantization values outside their allowed sets, recurrent shapes whose products
+// wrap, and model paths that are not regular files or are far too large: each
+// refused with exit 2 naming the field, nothing written.
+
+TEST(BadInputModelFiles, QuantizationValuesOutsideTheirSets) {
+  auto q = [](const std::string& name, const std::string& quant, const std::string& expected) {
+    return Case{name,
+                {"plan", "--model", "@/config.json"},
+                {{"config.json", config_with("\"quantization_config\":" + quant)}},
+                expected};
+  };
+  for (
+      const auto& c : {
+          q("gptq bits 0", R"({"quant_method":"gptq","bits":0,"group_size":128})", "allowed: 2, 3, 4, 8"),
+          q("gptq bits -4", R"({"quant_method":"gptq","bits":-4,"group_size":128})",
+            "quantization_config.bits"),
+          q("gptq bits string", R"({"quant_method":"gptq","bits":"8","group_size":128})",
+            "allowed: 2, 3, 4, 8"),
+          q("gptq group 0.5", R"({"quant_method":"gptq","bits":4,"group_size":0.5})",
+            "quantization_config.group_size"),
+          q("quant_method number", R"({"quant_method":7})", "quantization_config.quant_method"),
+          q("awq bits 8", R"({"quant_method":"awq","bits":8,"group_size":128})", "allowed: 4"),
+          q("compressed-tensors num_bits 0",
+            R"({"quant_method":"compressed-tensors","config_groups":{"group_0":{"weights":{"num_bits":0}}}})",
+            "num_bits"),
+      })
+    run_case(c);
+}
+
+TEST(BadInputModelFiles, RecurrentShapesWhoseProductsWrap) {
+  auto c = [](const std::string& name, const std::string& text, const std::string& expected) {
+    return Case{name, {"plan", "--model", "@/config.json"}, {{"config.json", text}}, expected};
+  };
+  for (
+      const auto& k : {
+          // Mamba: d_inner = expand x hidden = 2^63 x 64 = 2^69.
+          c("mamba expand 2^63",
+            R"({"model_type":"mamba","hidden_size":64,"num_hidden_layers":2,"vocab_size":100,)"
+            R"("expand":9223372036854775808,"state_size":16,"conv_kernel":4})",
+            "expand"),
+          // Nemotron-H: 2 x n_groups x d_state = 2 x 2^63 x 128.
+          c("nemotron-h n_groups 2^63",
+            R"({"model_type":"nemotron_h","hidden_size":64,"num_hidden_layers":2,"vocab_size":100,)"
+            R"("hybrid_override_pattern":"M*","num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,)"
+            R"("mamba_num_heads":8,"mamba_head_dim":16,"n_groups":9223372036854775808,"ssm_state_size":128})",
+            "mamba"),
+          // Qwen3-Next: key dim 2^32 x 2^31 heads x 2 = 2^64.
+          c("qwen3-next key dim x heads x 2 = 2^64",
+            R"({"model_type":"qwen3_next","hidden_size":64,"num_hidden_layers":2,"vocab_size":100,)"
+            R"("num_attention_heads":4,"num_key_value_heads":2,"layer_types":["linear_attention","full_attention"],)"
+            R"("linear_key_head_dim":4294967296,"linear_num_key_heads":2147483648,"linear_value_head_dim":16,)"
+            R"("linear_num_value_heads":4,"linear_conv_kernel_dim":4})",
+            "linear_key_head_dim"),
+      })
+    run_case(k);
+}
+
+TEST(BadInputModelFiles, DevicesFifosAndHugeConfigsAreRefusedAtOnce) {
+  const std::string dir = temp_dir("bad-model-kinds");
+  const std::string output = dir + "/out.json";
+  auto refused = [&](const std::vector<std::string>& args, const std::string& expected) {
+    SCOPED_TRACE(args[2]);
+    std::vector<std::string> full = args;
+    full.insert(full.end(), {"--output", output});
+    const auto run = run_kvsight(full);
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find(expected), std::string::npos) << run.err;
+    EXPECT_FALSE(fs::exists(output));
+  };
+  // Character devices: never read (they would be read until memory runs out).
+  refused({"plan", "--model", "/dev/zero"}, "a character device");
+  refused({"plan", "--model", "/dev/urandom"}, "a character device");
+  // A 200 MB config that begins like JSON: refused from its size (4 MiB limit).
+  const std::string huge = dir + "/config.json";
+  write_file(huge, "[");
+  fs::resize_file(huge, 200ull * 1000 * 1000);
+  refused({"plan", "--model", huge}, "allowed: at most 4194304");
+  // A FIFO as refs/main in the HF cache: refused, never opened for a blocking read.
+  const std::string hub = dir + "/hub";
+  const std::string repo = hub + "/models--org--fifo";
+  fs::create_directories(repo + "/refs");
+  fs::create_directories(repo + "/snapshots/abc");
+  write_file(repo + "/snapshots/abc/config.json", config_with(""));
+  ASSERT_EQ(::mkfifo((repo + "/refs/main").c_str(), 0600), 0);
+  ::setenv("HF_HUB_CACHE", hub.c_str(), 1);
+  refused({"plan", "--model", "org/fifo"}, "a FIFO");
+  ::unsetenv("HF_HUB_CACHE");
+  // Bytes that are no model file at all name what was found.
+  write_file(dir + "/model.bin", std::string("\x7f"
+                                             "ELF\x02\x01\x01\x00",
+                                             8));
+  refused({"plan", "--model", dir + "/model.bin"}, "7f 45 4c 46");
+}
+
+TEST(BadInputModelFiles, OfflineHubIdSaysWhatToRun) {
+  const std::string dir = temp_dir("bad-hub-id");
+  ::setenv("HF_HUB_CACHE", dir.c_str(), 1);
+  const auto run = run_kvsight({"plan", "--model", "someorg/not-cached"});
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("huggingface-cli download someorg/not-cached config.json"), std::string::npos)
+      << run.err;
 }
 
 // ---- Issue #14, second round: calibration files, --baseline-ms and output

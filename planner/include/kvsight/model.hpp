@@ -67,6 +67,9 @@ struct RopeScaling {
 struct MlaSpec {
   std::uint32_t kv_lora_rank = 0, q_lora_rank = 0;  // q_lora_rank 0 = plain q_proj
   std::uint32_t qk_rope_head_dim = 0, qk_nope_head_dim = 0, v_head_dim = 0;
+  // A GGUF converted before llama.cpp PR #12801 (no attention.key_length_mla):
+  // llama.cpp caches decompressed per-head K and V for it whatever the build.
+  bool gguf_decompressed_cache = false;
 };
 
 struct MoeSpec {
@@ -84,6 +87,17 @@ struct Quantization {
   std::string method;            // "" (none), gptq, awq, fp8, mxfp4, nvfp4, compressed-tensors, ...
   double bits_per_weight = 0.0;  // on quantized linears; 0 = weights at the model dtype
   std::uint32_t group_size = 0;
+};
+
+// Weights bytes read from the files themselves (safetensors or GGUF headers),
+// when the model came from a directory or a GGUF file.
+struct ExactWeights {
+  std::uint64_t bytes = 0;
+  std::uint64_t params = 0;          // elements of every tensor, when known (GGUF), else 0
+  std::string format;                // "safetensors" or "gguf"
+  std::string method;                // one line: which files, which were skipped
+  std::vector<std::string> files;    // counted
+  std::vector<std::string> skipped;  // present, not counted (consolidated copies, adapters)
 };
 
 struct ModelSpec {
@@ -115,6 +129,7 @@ struct ModelSpec {
   RopeScaling rope_scaling;
 
   std::string local_dir;  // directory the config came from (safetensors live there), "" otherwise
+  std::optional<ExactWeights> exact_weights;  // set by resolve_model from the weights files' headers
 
   std::vector<LayerSpec> layers;
   // Defaults assumed where the config was silent, and other facts worth saying.
@@ -146,6 +161,12 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
 // ~/.cache/huggingface/hub). Never the network. Throws InputError on failure,
 // listing what was tried.
 ModelSpec resolve_model(const std::string& model_arg);
+
+// Checks that every product the state formulas take of a recurrent spec fits in
+// 64 bits (d_inner + 2 n_groups d_state, key dim x heads x 2, ... times 8-byte
+// elements, times the conv width): an absurd config is refused here, naming
+// `field`, instead of wrapping later.
+void validate_recurrent(const RecurrentSpec& spec, const std::string& field);
 
 // Comma list and "all" (every catalog model).
 std::vector<std::string> expand_model_list(const std::string& arg);

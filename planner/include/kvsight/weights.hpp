@@ -45,9 +45,22 @@ struct SafetensorsHeader {
 // it). Throws InputError naming `origin`.
 SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t file_size,
                                            const std::string& origin);
-// Reads only the header of a file on disk.
+// Reads only the header of a file on disk (8 bytes, then the header; never the data).
 SafetensorsHeader read_safetensors_header(const std::string& path);
-// Sums every *.safetensors in a directory; nullopt when there is none.
+
+// The weights files of a model directory: the shards its
+// model.safetensors.index.json lists (a missing one is an InputError naming it),
+// else the only *.safetensors file, else one complete set of
+// NAME-0000i-of-0000N.safetensors shards. Files not counted (a consolidated copy,
+// adapters) are listed in `skipped`. nullopt when the directory has no safetensors.
+struct SafetensorsSet {
+  std::uint64_t bytes = 0;
+  std::vector<std::string> files;    // counted, file names
+  std::vector<std::string> skipped;  // present but not counted
+  std::string how;                   // which rule chose the files, one phrase
+};
+std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir);
+// safetensors_in_dir(dir)->bytes.
 std::optional<std::uint64_t> safetensors_bytes_in_dir(const std::string& dir);
 
 }  // namespace kvsight

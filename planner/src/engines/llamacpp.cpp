@@ -99,7 +99,8 @@ std::vector<LayerCell> layer_cells(const ModelSpec& model, const KvDtype& tk, co
       case LayerKind::mla: {
         const MlaSpec mla = model.mla.value_or(MlaSpec{});
         std::string how;
-        if (build < kMlaLatentBuild && model.mla) {
+        // A GGUF without the MLA keys is cached decompressed by every build (model.hpp MlaSpec).
+        if ((build < kMlaLatentBuild || mla.gguf_decompressed_cache) && model.mla) {
           // Decompressed per-head K and V.
           c.k = tk.row_bytes(std::uint64_t{model.num_attention_heads} *
                              (mla.qk_nope_head_dim + mla.qk_rope_head_dim));

@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "kvsight/catalog.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/gguf.hpp"
+#include "kvsight/input_file.hpp"
+#include "kvsight/weights.hpp"
 
 namespace kvsight {
 
@@ -81,12 +84,96 @@ std::uint64_t derived_max_model_len(const ModelSpec& model) {
 
 namespace {
 
-std::string read_text_file(const fs::path& path, const std::string& field) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(field, "cannot read '" + path.string() + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+// The largest config.json kvsight reads. Real ones are a few KB; the largest with
+// per-layer lists (Gemma 3n, Nemotron-NAS block_configs) are under 200 KB.
+constexpr std::uint64_t kMaxConfigBytes = 4ull << 20;
+
+enum class FileKind { json, gguf, safetensors, other };
+
+struct Sniffed {
+  FileKind kind = FileKind::other;
+  std::uint64_t size = 0;
+  std::string first_bytes;  // for the message when nothing matched
+};
+
+// What a file is, from its first bytes (never its name): GGUF's magic "GGUF"
+// (ggml docs/gguf.md), safetensors' 8-byte header length followed by '{', JSON's
+// first non-blank character. Reads at most 4 KB, after checking it is a
+// regular file (a FIFO or a device is refused before any read).
+Sniffed sniff(const fs::path& path, const std::string& field) {
+  Sniffed out;
+  out.size = regular_file_size(path, field);
+  const std::string head = read_file_range(path, field, 0, std::min<std::uint64_t>(out.size, 4096));
+  out.first_bytes = head.substr(0, 8);
+  if (head.size() >= 4 && head.compare(0, 4, "GGUF") == 0) {
+    out.kind = FileKind::gguf;
+    return out;
+  }
+  if (head.size() >= 9) {
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(head[static_cast<std::size_t>(i)]);
+    if (head[8] == '{' && n <= out.size - 8) {
+      out.kind = FileKind::safetensors;
+      return out;
+    }
+  }
+  std::size_t i = 0;
+  if (head.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;  // UTF-8 byte order mark
+  while (i < head.size() && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t')) ++i;
+  // Any JSON value's first character (the config reader then says what is wrong
+  // with it), or nothing at all (an empty file is invalid JSON, said as such).
+  if (i == head.size() || std::string_view("{[\"-0123456789tfn").find(head[i]) != std::string_view::npos)
+    out.kind = FileKind::json;
+  return out;
+}
+
+std::string hex_bytes(const std::string& bytes) {
+  std::string out;
+  char buffer[4];
+  for (unsigned char c : bytes) {
+    std::snprintf(buffer, sizeof buffer, "%02x", c);
+    out += (out.empty() ? "" : " ") + std::string(buffer);
+  }
+  return out.empty() ? "(empty)" : out;
+}
+
+// Reads a config.json after checking what it is and how large.
+std::string read_config_text(const fs::path& path, const std::string& field) {
+  const Sniffed s = sniff(path, field);
+  if (s.kind != FileKind::json)
+    throw InputError(field, "'" + path.string() + "' is not a JSON config: it begins with bytes " +
+                                hex_bytes(s.first_bytes) +
+                                "; allowed: a config.json, a directory holding one, a .gguf file");
+  return read_input_file(path, field, kMaxConfigBytes);
+}
+
+void attach_safetensors(ModelSpec& spec, const std::string& dir) {
+  auto set = safetensors_in_dir(dir);
+  if (!set) return;
+  ExactWeights w;
+  w.bytes = set->bytes;
+  w.format = "safetensors";
+  w.files = set->files;
+  w.skipped = set->skipped;
+  w.method = "exact: sum of tensor sizes in the safetensors headers of " + set->how + " (" +
+             std::to_string(set->files.size()) + " file" + (set->files.size() == 1 ? "" : "s") + ") in " +
+             dir;
+  if (!set->skipped.empty()) {
+    std::string skipped;
+    for (const auto& f : set->skipped) skipped += (skipped.empty() ? "" : ", ") + f;
+    w.method += "; not counted: " + skipped;
+    spec.notes.push_back("weights: not counted (not among " + set->how + "): " + skipped);
+  }
+  spec.exact_weights = std::move(w);
+}
+
+ModelSpec from_config_file(const fs::path& config, const std::string& model_arg, const std::string& dir_arg) {
+  ModelSpec spec = parse_hf_config(read_config_text(config, "--model"), config.string());
+  const std::string dir = dir_arg.empty() ? "." : dir_arg;  // a bare "config.json"
+  spec.id = model_arg;
+  spec.local_dir = dir;
+  attach_safetensors(spec, dir);
+  return spec;
 }
 
 // $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub
@@ -98,6 +185,20 @@ std::vector<fs::path> hf_cache_roots() {
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) roots.push_back(fs::path(xdg) / "huggingface" / "hub");
   if (const char* user = std::getenv("HOME"); user && *user) roots.push_back(fs::path(user) / ".cache" / "huggingface" / "hub");
   return roots;
+}
+
+// refs/main holds the commit hash of the main revision (huggingface_hub
+// file_download.py writes it); read it as an input file: a FIFO or a device
+// there is refused, not read.
+std::string read_ref(const fs::path& ref) {
+  std::string text = read_input_file(ref, "HF cache " + ref.string(), 256);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (text.empty() ||
+      !std::all_of(text.begin(), text.end(),
+                   [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.'; }) ||
+      text == "." || text == "..")
+    throw InputError("HF cache " + ref.string(), "does not hold a revision name; expected a commit hash");
+  return text;
 }
 
 // models--org--name/snapshots/<rev>/config.json; the revision refs/main names
@@ -112,14 +213,15 @@ std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vecto
     std::error_code ec;
     if (!fs::is_directory(repo / "snapshots", ec)) continue;
     std::string main_rev;
-    if (std::ifstream ref(repo / "refs" / "main"); ref) std::getline(ref, main_rev);
-    if (!main_rev.empty() && fs::is_regular_file(repo / "snapshots" / main_rev / "config.json", ec))
+    if (fs::exists(fs::symlink_status(repo / "refs" / "main", ec)))
+      main_rev = read_ref(repo / "refs" / "main");
+    if (!main_rev.empty() && fs::exists(repo / "snapshots" / main_rev / "config.json", ec))
       return repo / "snapshots" / main_rev / "config.json";
     std::optional<fs::path> best;
     fs::file_time_type best_time{};
     for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
       const fs::path config = entry.path() / "config.json";
-      if (!fs::is_regular_file(config, ec)) continue;
+      if (!fs::exists(config, ec)) continue;
       const auto t = fs::last_write_time(config, ec);
       if (!best || t > best_time) {
         best = config;
@@ -134,7 +236,10 @@ std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vecto
 }  // namespace
 
 ModelSpec resolve_model(const std::string& model_arg) {
-  if (model_arg.empty()) throw InputError("--model", "is empty; give a catalog id (see `kvsight models`), a config.json path, a directory or an org/name in the local HF cache");
+  if (model_arg.empty())
+    throw InputError("--model",
+                     "is empty; give a catalog id (see `kvsight models`), a config.json path, a directory, a "
+                     ".gguf file or an org/name in the local HF cache");
   if (const CatalogModel* entry = find_catalog_model(model_arg)) {
     ModelSpec spec = parse_hf_config(entry->config_text, "catalog:" + entry->id);
     spec.id = entry->id;
@@ -144,36 +249,57 @@ ModelSpec resolve_model(const std::string& model_arg) {
   }
   std::error_code ec;
   const fs::path path(model_arg);
-  if (fs::is_regular_file(path, ec)) {
-    ModelSpec spec = parse_hf_config(read_text_file(path, "--model"), path.string());
-    spec.id = model_arg;
+  const auto status = fs::status(path, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) {
+    // A file (or a FIFO or device, which sniff() refuses): identified by its bytes.
+    const Sniffed s = sniff(path, "--model");
+    if (s.kind == FileKind::gguf) {
+      ModelSpec spec = read_gguf_model(path.string());
+      spec.id = model_arg;
+      return spec;
+    }
+    if (s.kind == FileKind::safetensors)
+      throw InputError("--model", "'" + model_arg +
+                                      "' is a safetensors weights file, which has no model shape; give " +
+                                      "the directory holding it and its config.json");
+    if (s.kind != FileKind::json)
+      throw InputError(
+          "--model", "'" + model_arg +
+                         "' is neither a JSON config, a GGUF nor a safetensors file: it begins with bytes " +
+                         hex_bytes(s.first_bytes) +
+                         "; allowed: a catalog id, a config.json, a model directory, a .gguf file");
+    ModelSpec spec = from_config_file(path, model_arg, path.parent_path().string());
     spec.display_name = path.parent_path().filename().string();
-    spec.local_dir = path.parent_path().string();
     return spec;
   }
-  if (fs::is_directory(path, ec)) {
+  if (fs::is_directory(status)) {
     const fs::path config = path / "config.json";
-    if (!fs::is_regular_file(config, ec))
-      throw InputError("--model", "directory '" + model_arg + "' holds no config.json");
-    ModelSpec spec = parse_hf_config(read_text_file(config, "--model"), config.string());
-    spec.id = model_arg;
+    if (!fs::exists(config, ec)) {
+      if (auto gguf = gguf_in_dir(path.string())) {
+        ModelSpec spec = read_gguf_model(*gguf);
+        spec.id = model_arg;
+        return spec;
+      }
+      throw InputError("--model", "directory '" + model_arg + "' holds no config.json and no .gguf file");
+    }
+    ModelSpec spec = from_config_file(config, model_arg, path.string());
     spec.display_name = fs::absolute(path, ec).filename().string();
-    spec.local_dir = path.string();
     return spec;
   }
   std::vector<std::string> tried;
   if (auto cached = find_in_hf_cache(model_arg, tried)) {
-    ModelSpec spec = parse_hf_config(read_text_file(*cached, "--model"), cached->string());
-    spec.id = model_arg;
+    ModelSpec spec = from_config_file(*cached, model_arg, cached->parent_path().string());
     spec.display_name = model_arg;
-    spec.local_dir = cached->parent_path().string();
     return spec;
   }
   std::string message = "'" + model_arg + "' is not a catalog id (see `kvsight models`), not a file or directory";
   if (!tried.empty()) {
     message += ", and not in the local Hugging Face cache (looked for";
     for (const auto& t : tried) message += " " + t;
-    message += "; kvsight never downloads)";
+    message +=
+        "; kvsight never downloads). To get its config run `huggingface-cli download " + model_arg +
+        " config.json` (or `hf download " + model_arg +
+        " config.json`) and run again, or pass the path of a config.json, a model directory or a .gguf file";
   } else {
     message += "; an org/name is looked up in the local Hugging Face cache only";
   }

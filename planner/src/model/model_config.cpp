@@ -14,6 +14,7 @@
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/input_file.hpp"
 #include "kvsight/model.hpp"
 
 namespace kvsight {
@@ -21,6 +22,19 @@ namespace kvsight {
 namespace {
 
 using json = nlohmann::json;
+
+// A value as error messages show it: scalars as written (strings cut to 40
+// characters), arrays and objects by their size only. Never dump() an untrusted
+// value: its text can be megabytes, and dump() recurses through its nesting.
+std::string describe(const json& v) {
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    return s.size() > 40 ? json(s.substr(0, 40)).dump() + "..." : json(s).dump();
+  }
+  if (v.is_array()) return "an array of " + std::to_string(v.size());
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  return v.dump();  // a number, bool or null: a few characters
+}
 
 // Reads fields from the decoder config (text_config when nested) and falls back
 // to the top level for fields multimodal wrappers keep there (torch_dtype,
@@ -65,15 +79,15 @@ class ConfigReader {
       return x;
     }
     if (v.is_number_integer()) {
-      throw InputError(field, "is " + v.dump() + "; a positive integer is required");
+      throw InputError(field, "is " + describe(v) + "; a positive integer is required");
     }
     if (v.is_number_float()) {
       const double d = v.get<double>();
       if (std::isfinite(d) && d == std::floor(d) && d >= (allow_zero ? 0.0 : 1.0) && d < 1.8e19)
         return static_cast<std::uint64_t>(d);
-      throw InputError(field, "is " + v.dump() + "; a positive integer is required");
+      throw InputError(field, "is " + describe(v) + "; a positive integer is required");
     }
-    throw InputError(field, "is " + v.dump() + " (" + v.type_name() + "); a positive integer is required");
+    throw InputError(field, "is " + describe(v) + " (" + v.type_name() + "); a positive integer is required");
   }
   std::uint32_t as_u32(std::uint64_t v, const std::string& field) const {
     if (v > std::numeric_limits<std::uint32_t>::max())
@@ -83,19 +97,19 @@ class ConfigReader {
   double number(const std::string& key, double fallback) const {
     const json* v = find(key);
     if (!v) return fallback;
-    if (!v->is_number()) throw InputError(path(key), "is " + v->dump() + "; a number is required");
+    if (!v->is_number()) throw InputError(path(key), "is " + describe(*v) + "; a number is required");
     return v->get<double>();
   }
   bool boolean(const std::string& key, bool fallback) const {
     const json* v = find(key);
     if (!v) return fallback;
-    if (!v->is_boolean()) throw InputError(path(key), "is " + v->dump() + "; true or false is required");
+    if (!v->is_boolean()) throw InputError(path(key), "is " + describe(*v) + "; true or false is required");
     return v->get<bool>();
   }
   std::string string(const std::string& key) const {
     const json* v = find(key);
     if (!v) return "";
-    if (!v->is_string()) throw InputError(path(key), "is " + v->dump() + "; a string is required");
+    if (!v->is_string()) throw InputError(path(key), "is " + describe(*v) + "; a string is required");
     return v->get<std::string>();
   }
   const std::string& origin() const { return origin_; }
@@ -192,7 +206,8 @@ LayerKind kind_from_layer_type(const std::string& value, const std::string& fiel
 std::string dtype_of(const ConfigReader& r, ModelSpec& spec) {
   for (const char* key : {"torch_dtype", "dtype"}) {
     if (const json* v = r.find_anywhere(key)) {
-      if (!v->is_string()) throw InputError(key, "is " + v->dump() + "; a dtype name such as \"bfloat16\" is required");
+      if (!v->is_string())
+        throw InputError(key, "is " + describe(*v) + "; a dtype name such as \"bfloat16\" is required");
       return canonical_torch_dtype(v->get<std::string>(), key);
     }
   }
@@ -207,27 +222,58 @@ Quantization read_quantization(const ConfigReader& r) {
   Quantization q;
   const json* v = r.find_anywhere("quantization_config");
   if (!v) return q;
-  if (!v->is_object()) throw InputError("quantization_config", "is " + v->dump() + "; an object is required");
+  if (!v->is_object())
+    throw InputError("quantization_config", "is " + describe(*v) + "; an object is required");
   const json& c = *v;
   auto str = [&](const char* key) -> std::string {
     auto it = c.find(key);
     return it != c.end() && it->is_string() ? it->get<std::string>() : "";
   };
-  auto num = [&](const char* key, double fallback) -> double {
-    auto it = c.find(key);
-    return it != c.end() && it->is_number() ? it->get<double>() : fallback;
-  };
+  if (auto m = c.find("quant_method"); m != c.end() && !m->is_null() && !m->is_string())
+    throw InputError("quantization_config.quant_method",
+                     "is " + describe(*m) + "; a method name (string) is required");
   q.method = str("quant_method");
   if (q.method.empty() && c.contains("load_in_4bit")) q.method = "bitsandbytes";
   std::transform(q.method.begin(), q.method.end(), q.method.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  // An integer from an allowed set; a string, fraction or other value is refused
+  // (never a fallback).
+  auto integer_in = [&](const json& obj, const char* key, const std::string& field,
+                        std::initializer_list<std::int64_t> allowed, std::int64_t fallback) -> std::int64_t {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return fallback;
+    std::string set;
+    for (auto a : allowed) set += (set.empty() ? "" : ", ") + std::to_string(a);
+    if (!it->is_number_integer() ||
+        std::find(allowed.begin(), allowed.end(), it->get<std::int64_t>()) == allowed.end())
+      throw InputError(field, "is " + describe(*it) + "; allowed: " + set);
+    return it->get<std::int64_t>();
+  };
+  // group_size: -1 (one group per output channel) or a positive integer.
+  auto group_of = [&](const json& obj, const char* key, const std::string& field,
+                      std::int64_t fallback) -> std::int64_t {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null()) return fallback;
+    if (!it->is_number_integer() || it->get<std::int64_t>() == 0 || it->get<std::int64_t>() < -1 ||
+        it->get<std::int64_t>() > 4294967295ll)
+      throw InputError(
+          field, "is " + describe(*it) + "; allowed: -1 (per channel) or a positive integer below 2^32");
+    return it->get<std::int64_t>();
+  };
   if (q.method == "gptq" || q.method == "awq" || q.method == "gptq_marlin" || q.method == "awq_marlin" ||
       q.method == "auto-round" || q.method == "autoround") {
-    const double bits = num("bits", num("w_bit", 4));
-    double group = num("group_size", num("q_group_size", 128));
-    if (group <= 0) group = 0;  // -1 = per-channel
-    if (!(group < 4294967296.0))  // the cast below is UB beyond 32 bits (fuzz finding)
-      throw InputError("quantization_config.group_size", "is " + std::to_string(group) + "; at most 4294967295");
+    // Bit widths vLLM accepts: GPTQ 2/3/4/8 (vllm quantization/gptq.py GPTQConfig),
+    // AWQ 4 only (awq.py AWQConfig); auto-round as GPTQ.
+    const bool awq = q.method.rfind("awq", 0) == 0;
+    const std::initializer_list<std::int64_t> gptq_bits = {2, 3, 4, 8}, awq_bits = {4};
+    const char* bits_key = c.contains("bits") || !c.contains("w_bit") ? "bits" : "w_bit";
+    const auto bits = static_cast<double>(integer_in(
+        c, bits_key, std::string("quantization_config.") + bits_key, awq ? awq_bits : gptq_bits, 4));
+    const char* group_key =
+        c.contains("group_size") || !c.contains("q_group_size") ? "group_size" : "q_group_size";
+    const std::int64_t group_raw =
+        group_of(c, group_key, std::string("quantization_config.") + group_key, 128);
+    const double group = group_raw > 0 ? static_cast<double>(group_raw) : 0.0;  // -1 = per-channel
     q.group_size = static_cast<std::uint32_t>(group);
     // fp16 scale + `bits`-bit zero point per group.
     q.bits_per_weight = bits + (group > 0 ? (16.0 + bits) / group : 0.0);
@@ -243,19 +289,20 @@ Quantization read_quantization(const ConfigReader& r) {
     // NF4 with a fp32 absmax per 64 (4 + 32/64); int8 LLM.int8 ~8.
     q.bits_per_weight = four ? 4.5 : 8.0;
   } else if (q.method == "compressed-tensors" || q.method == "compressed_tensors") {
+    // Weight bits vLLM's compressed-tensors schemes take: 4 and 8
+    // (compressed_tensors_wNa16.py WNA16_SUPPORTED_BITS; w8a8 schemes 8).
     double bits = 8.0, group = 0;
     if (auto groups = c.find("config_groups"); groups != c.end() && groups->is_object()) {
       for (const auto& [name, g] : groups->items()) {
         if (auto w = g.find("weights"); w != g.end() && w->is_object()) {
-          if (auto b = w->find("num_bits"); b != w->end() && b->is_number()) bits = b->get<double>();
-          if (auto gs = w->find("group_size"); gs != w->end() && gs->is_number()) group = gs->get<double>();
+          const std::string field = "quantization_config.config_groups." + name.substr(0, 64) + ".weights";
+          bits = static_cast<double>(integer_in(*w, "num_bits", field + ".num_bits", {4, 8}, 8));
+          const std::int64_t gs = group_of(*w, "group_size", field + ".group_size", -1);
+          group = gs > 0 ? static_cast<double>(gs) : 0.0;
         }
         break;  // the first group describes the linears
       }
     }
-    if (!(group < 4294967296.0))
-      throw InputError("quantization_config.config_groups.weights.group_size", "is " + std::to_string(group) +
-                                                                                "; at most 4294967295");
     q.group_size = group > 0 ? static_cast<std::uint32_t>(group) : 0;
     q.bits_per_weight = bits + (group > 0 ? 16.0 / group : 0.0);
   } else if (q.method == "bitnet") {
@@ -282,7 +329,7 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
     }
   }
   if (!v) return rs;
-  if (!v->is_object()) throw InputError(field, "is " + v->dump() + "; an object or null is required");
+  if (!v->is_object()) throw InputError(field, "is " + describe(*v) + "; an object or null is required");
   std::string type;
   if (auto t = v->find("rope_type"); t != v->end() && t->is_string()) type = t->get<std::string>();
   else if (auto t2 = v->find("type"); t2 != v->end() && t2->is_string()) type = t2->get<std::string>();
@@ -295,7 +342,8 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   auto num = [&](const char* key, double fallback) {
     auto it = v->find(key);
     if (it == v->end() || it->is_null()) return fallback;
-    if (!it->is_number()) throw InputError(field + "." + key, "is " + it->dump() + "; a number is required");
+    if (!it->is_number())
+      throw InputError(field + "." + key, "is " + describe(*it) + "; a number is required");
     return it->get<double>();
   };
   rs.factor = num("factor", 1.0);
@@ -320,14 +368,15 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
 
   if (const json* types = r.find("layer_types")) {
     const std::string field = r.path("layer_types");
-    if (!types->is_array()) throw InputError(field, "is " + types->dump() + "; a list of layer type names is required");
+    if (!types->is_array())
+      throw InputError(field, "is " + describe(*types) + "; a list of layer type names is required");
     if (types->size() != n)
       throw InputError(field, "has " + std::to_string(types->size()) + " entries but num_hidden_layers is " +
                                   std::to_string(n) + "; they must match");
     for (std::uint64_t i = 0; i < n; ++i) {
       const json& t = (*types)[i];
       const std::string f = field + "[" + std::to_string(i) + "]";
-      if (!t.is_string()) throw InputError(f, "is " + t.dump() + "; a layer type name is required");
+      if (!t.is_string()) throw InputError(f, "is " + describe(t) + "; a layer type name is required");
       out.kinds[i] = kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, model_type);
     }
     return out;
@@ -336,7 +385,7 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
     // Nemotron-H: one character per layer: M = Mamba2, * = attention, - = MLP,
     // E = MoE (transformers nemotron_h configuration).
     const std::string field = r.path("hybrid_override_pattern");
-    if (!pattern->is_string()) throw InputError(field, "is " + pattern->dump() + "; a string is required");
+    if (!pattern->is_string()) throw InputError(field, "is " + describe(*pattern) + "; a string is required");
     const std::string p = pattern->get<std::string>();
     if (p.size() != n)
       throw InputError(field, "has " + std::to_string(p.size()) + " characters but num_hidden_layers is " +
@@ -375,6 +424,14 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
       out.kinds[i] = (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
     out.has_recurrent = true;
     out.recurrent_kind = RecurrentKind::gated_delta_net;
+    return out;
+  }
+  if (model_type == "falcon_h1") {
+    // Falcon-H1: every decoder layer runs attention and a Mamba2 mixer in
+    // parallel (transformers falcon_h1 FalconH1DecoderLayer: self.mamba and
+    // self_attn). parse_hf_config adds the Mamba2 entry after each attention one.
+    out.has_recurrent = true;
+    out.recurrent_kind = RecurrentKind::mamba2;
     return out;
   }
   if (model_type == "mamba" || model_type == "mamba2" || model_type == "falcon_mamba") {
@@ -462,9 +519,10 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       break;
     case RecurrentKind::mamba1: {
       const std::uint64_t expand = opt("mamba_expand", opt("expand", 2));
-      rec.d_inner = r.positive("intermediate_size").has_value() && (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
+      rec.d_inner = r.positive("intermediate_size").has_value() &&
+                            (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
                         ? *r.positive("intermediate_size")
-                        : expand * hidden;
+                        : checked_mul(expand, hidden, r.path("expand") + " x hidden_size");
       rec.d_state = opt("mamba_d_state", opt("state_size", 16));
       rec.d_conv = opt("mamba_d_conv", opt("conv_kernel", 4));
       break;
@@ -477,7 +535,9 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       rec.d_conv = r.positive("conv_kernel").value_or(r.positive("mamba_d_conv").value_or(4));
       if (rec.n_heads == 0 || rec.head_dim == 0)
         throw InputError(r.path("mamba_num_heads"), "Mamba2 layers need mamba_num_heads and mamba_head_dim");
-      rec.d_inner = r.positive("mamba_d_ssm").value_or(rec.n_heads * rec.head_dim);
+      rec.d_inner = r.positive("mamba_d_ssm")
+                        .value_or(checked_mul(rec.n_heads, rec.head_dim,
+                                              r.path("mamba_num_heads") + " x mamba_head_dim"));
       break;
     }
     case RecurrentKind::short_conv:
@@ -485,6 +545,8 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       rec.d_conv = opt("conv_L_cache", 3);
       break;
   }
+  validate_recurrent(rec,
+                     r.path(rec.kind == RecurrentKind::gated_delta_net ? "linear_key_head_dim" : "mamba"));
   spec.recurrent = rec;
 }
 
@@ -495,14 +557,16 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
   const std::uint64_t n = spec.layers.size();
   if (const json* flags = r.find("no_rope_layers")) {
     const std::string field = r.path("no_rope_layers");
-    if (!flags->is_array()) throw InputError(field, "is " + flags->dump() + "; a list of 0/1 per layer is required");
+    if (!flags->is_array())
+      throw InputError(field, "is " + describe(*flags) + "; a list of 0/1 per layer is required");
     if (flags->size() < n)
       throw InputError(field, "has " + std::to_string(flags->size()) + " entries for " + std::to_string(n) +
                                   " layers; one 0/1 per layer is required");
     for (std::uint64_t i = 0; i < n; ++i) {
       const json& f = (*flags)[i];
       if (!f.is_number_integer() || (f.get<std::int64_t>() != 0 && f.get<std::int64_t>() != 1))
-        throw InputError(field + "[" + std::to_string(i) + "]", "is " + f.dump() + "; 1 (RoPE) or 0 (NoPE) is required");
+        throw InputError(field + "[" + std::to_string(i) + "]",
+                         "is " + describe(f) + "; 1 (RoPE) or 0 (NoPE) is required");
       spec.layers[i].rope = f.get<std::int64_t>() == 1;
     }
     return;
@@ -520,19 +584,51 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
 
 }  // namespace
 
+void validate_recurrent(const RecurrentSpec& rec, const std::string& field) {
+  // The largest element is 8 bytes (fp64 state); the conv width multiplies the
+  // conv state and its weights. Every product of footprint.cpp
+  // recurrent_state_bytes and of the weight counts is bounded by these.
+  const std::uint64_t conv = std::max<std::uint64_t>(rec.d_conv, 1);
+  const std::uint64_t groups_state =
+      checked_mul(checked_mul(2, std::max<std::uint64_t>(rec.n_groups, 1), field),
+                  std::max<std::uint64_t>(rec.d_state, 1), field);
+  const std::uint64_t conv_dim = checked_add(rec.d_inner, groups_state, field);
+  checked_mul(checked_mul(checked_add(conv_dim, rec.d_inner, field), conv + 1, field), 8, field);
+  checked_mul(
+      checked_mul(std::max<std::uint64_t>(rec.d_inner, 1), std::max<std::uint64_t>(rec.d_state, 1), field), 8,
+      field);
+  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.n_heads, 1),
+                                      std::max<std::uint64_t>(rec.head_dim, 1), field),
+                          std::max<std::uint64_t>(rec.d_state, 1), field),
+              8, field);
+  const std::uint64_t key_dim = checked_mul(rec.key_head_dim, rec.num_key_heads, field);
+  const std::uint64_t value_dim = checked_mul(rec.value_head_dim, rec.num_value_heads, field);
+  const std::uint64_t gdn_conv =
+      checked_add(checked_mul(key_dim, 2, field), checked_mul(value_dim, 2, field), field);
+  checked_mul(checked_mul(gdn_conv, conv + 1, field), 8, field);
+  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.num_value_heads, 1),
+                                      std::max<std::uint64_t>(rec.value_head_dim, 1), field),
+                          std::max<std::uint64_t>(rec.key_head_dim, 1), field),
+              8, field);
+}
+
 ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
+  // Depth-limited, whole text consumed, NUL refused (kvsight/input_file.hpp).
   json root;
   try {
-    root = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers beyond double (1e999)
-    throw InputError(origin, std::string("is not valid JSON: ") + e.what());
+    root = parse_json_input(json_text, origin);
+  } catch (const InputError& e) {
+    std::string what = e.what();  // "<origin>: not valid JSON at byte N: ..."
+    if (what.rfind(origin + ": ", 0) == 0) what.erase(0, origin.size() + 2);
+    if (what.rfind("not valid JSON", 0) == 0) what = "is " + what;
+    throw InputError(origin, what);
   }
   if (!root.is_object()) throw InputError(origin, "is JSON but not an object; a config.json object is required");
 
   bool nested = false;
   const json* text = &root;
   if (auto it = root.find("text_config"); it != root.end() && !it->is_null()) {
-    if (!it->is_object()) throw InputError("text_config", "is " + it->dump() + "; an object is required");
+    if (!it->is_object()) throw InputError("text_config", "is " + describe(*it) + "; an object is required");
     text = &*it;
     nested = true;
   }
@@ -642,8 +738,11 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   // MoE.
   {
     MoeSpec moe;
-    std::uint64_t experts = r.positive("n_routed_experts").value_or(
-        r.positive("num_local_experts").value_or(r.positive("num_experts").value_or(0)));
+    // 0 experts is a dense model (granite-4.0-micro: num_local_experts 0,
+    // transformers granitemoehybrid uses a dense MLP then).
+    std::uint64_t experts = r.positive("n_routed_experts", true).value_or(0);
+    if (experts == 0) experts = r.positive("num_local_experts", true).value_or(0);
+    if (experts == 0) experts = r.positive("num_experts", true).value_or(0);
     moe.num_experts = r.as_u32(experts, r.path("num_experts"));
     if (moe.num_experts > 0) {
       moe.experts_per_token = r.as_u32(r.positive("num_experts_per_tok").value_or(
@@ -676,7 +775,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     spec.notes.push_back(std::string("tie_word_embeddings absent: assumed ") +
                          (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" + spec.model_type + "'");
   } else if (const json* t = r.find_anywhere("tie_word_embeddings")) {
-    if (!t->is_boolean()) throw InputError("tie_word_embeddings", "is " + t->dump() + "; true or false is required");
+    if (!t->is_boolean())
+      throw InputError("tie_word_embeddings", "is " + describe(*t) + "; true or false is required");
     spec.tie_word_embeddings = t->get<bool>();
   }
   spec.qk_norm = spec.model_type.rfind("qwen3", 0) == 0 || spec.model_type.rfind("gemma3", 0) == 0 ||
@@ -772,6 +872,25 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       layer.kv_source_layer = source;
       layer.kind = LayerKind::shared_kv;
     }
+  }
+  if (spec.model_type == "falcon_h1") {
+    // Each layer is listed twice, attention then its parallel Mamba2 state, as
+    // vLLM registers them (vllm model_executor/models/falcon_h1.py: an Attention
+    // and a MambaMixer2 per FalconH1ParallelHybrid layer); llama.cpp likewise
+    // keeps KV and recurrent state for every layer (llama_memory_hybrid).
+    std::vector<LayerSpec> both;
+    both.reserve(2 * spec.layers.size());
+    for (const LayerSpec& layer : spec.layers) {
+      both.push_back(layer);
+      LayerSpec mamba;
+      mamba.kind = LayerKind::recurrent;
+      mamba.rope = false;
+      both.push_back(mamba);
+    }
+    spec.layers = std::move(both);
+    spec.notes.push_back("falcon_h1: each of the " + std::to_string(n_layers) +
+                         " layers holds attention KV and a Mamba2 state in parallel; listed as " +
+                         std::to_string(2 * n_layers) + " entries (attention, mamba)");
   }
   if (kinds.has_recurrent) read_recurrent(r, kinds, spec);
   if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();

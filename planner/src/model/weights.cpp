@@ -5,9 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
@@ -65,13 +62,17 @@ ParamGroups count_groups(const ModelSpec& m) {
   const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
   const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
   const bool nemotron_h = m.model_type == "nemotron_h";
+  const bool falcon_h1 = m.model_type == "falcon_h1";
 
   for (std::uint32_t i = 0; i < m.num_layers(); ++i) {
     const LayerSpec& layer = m.layers[i];
     Adder a{g};
     const std::uint64_t nh = m.num_attention_heads;
+    // Falcon-H1 lists each decoder layer as attention + its parallel Mamba2 entry
+    // (model_config.cpp): the norms and the MLP belong to the attention entry.
+    const bool falcon_h1_mamba = falcon_h1 && layer.kind == LayerKind::recurrent;
     // Norms: input + post-attention (Gemma 2/3 add pre/post feed-forward norms).
-    a.other(gemma_norms ? 4 * H : 2 * H);
+    if (!falcon_h1_mamba) a.other(gemma_norms ? 4 * H : 2 * H);
     if (layer.kind == LayerKind::mla && m.mla) {
       const MlaSpec& mla = *m.mla;
       const std::uint64_t qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
@@ -109,8 +110,10 @@ ParamGroups count_groups(const ModelSpec& m) {
           break;
         }
         case RecurrentKind::mamba2: {
+          // Products bounded by validate_recurrent (model_config.cpp).
           const std::uint64_t I = r.d_inner, conv_dim = I + 2 * r.n_groups * r.d_state;
-          a.dense(H, 2 * I + 2 * r.n_groups * r.d_state + r.n_heads);  // in_proj
+          a.dense(H, checked_add(checked_add(I, conv_dim, "mamba in_proj"), r.n_heads,
+                                 "mamba in_proj"));                    // in_proj
           a.other(conv_dim, r.d_conv + 1);                             // conv1d
           a.other(3 * r.n_heads + I);                                  // dt_bias, A_log, D, norm
           a.dense(I, H);                                               // out_proj
@@ -134,7 +137,7 @@ ParamGroups count_groups(const ModelSpec& m) {
       }
     }
     // Feed-forward. Nemotron-H keeps MLPs in their own layers ('-' / 'E').
-    const bool has_mlp = nemotron_h ? layer.kind == LayerKind::none : true;
+    const bool has_mlp = nemotron_h ? layer.kind == LayerKind::none : !falcon_h1_mamba;
     if (has_mlp) {
       if (is_moe_layer(m, i)) {
         const MoeSpec& moe = m.moe;
@@ -187,12 +190,11 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
                        q.method + "), embeddings and norms at " + model.dtype
                  : "estimate from shapes at " + model.dtype;
 
-  if (!model.local_dir.empty()) {
-    if (auto exact = safetensors_bytes_in_dir(model.local_dir)) {
-      w.bytes = *exact;
-      w.exact = true;
-      w.method = "exact: sum of tensor sizes in the safetensors headers of " + model.local_dir;
-    }
+  if (model.exact_weights) {
+    w.bytes = model.exact_weights->bytes;
+    if (model.exact_weights->params > 0) w.params = model.exact_weights->params;
+    w.exact = true;
+    w.method = model.exact_weights->method;
   }
 
   // Per rank: the largest pipeline stage's share (stage 0 holds the embedding,
@@ -215,90 +217,6 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
   }
   w.bytes_per_rank = static_cast<std::uint64_t>(std::llround(largest * scale / tp));
   return w;
-}
-
-SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t file_size, const std::string& origin) {
-  // Format (huggingface/safetensors docs): 8-byte little-endian header length N,
-  // then N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]}, ...,
-  // "__metadata__": {...}}, then the data. Offsets are relative to the data start.
-  if (bytes.size() < 8) throw InputError(origin, "is not a safetensors file: shorter than its 8-byte header length");
-  std::uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
-  if (header_len > file_size - 8 || header_len > bytes.size() - 8)
-    throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " is larger than the file (" +
-                                 std::to_string(file_size) + " bytes)");
-  if (header_len > 100u * 1024 * 1024)
-    throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(bytes.substr(8, header_len));
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers beyond double
-    throw InputError(origin, std::string("safetensors header is not valid JSON: ") + e.what());
-  }
-  if (!header.is_object()) throw InputError(origin, "safetensors header is not a JSON object");
-  const std::uint64_t data_size = file_size - 8 - header_len;
-  SafetensorsHeader out;
-  for (const auto& [name, tensor] : header.items()) {
-    if (name == "__metadata__") continue;
-    const std::string field = origin + ": tensor '" + name + "'";
-    if (!tensor.is_object()) throw InputError(field, "is not an object");
-    auto offsets = tensor.find("data_offsets");
-    if (offsets == tensor.end() || !offsets->is_array() || offsets->size() != 2 || !(*offsets)[0].is_number_unsigned() ||
-        !(*offsets)[1].is_number_unsigned())
-      throw InputError(field, "data_offsets must be two non-negative integers");
-    const auto begin = (*offsets)[0].get<std::uint64_t>(), end = (*offsets)[1].get<std::uint64_t>();
-    if (begin > end || end > data_size)
-      throw InputError(field, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                  "] fall outside the file's " + std::to_string(data_size) + " data bytes");
-    SafetensorsTensor t;
-    t.name = name;
-    if (auto dt = tensor.find("dtype"); dt != tensor.end() && dt->is_string()) t.dtype = dt->get<std::string>();
-    if (auto shape = tensor.find("shape"); shape != tensor.end() && shape->is_array())
-      for (const auto& d : *shape) {
-        if (!d.is_number_unsigned()) throw InputError(field, "shape entries must be non-negative integers");
-        t.shape.push_back(d.get<std::uint64_t>());
-      }
-    t.bytes = end - begin;
-    out.total_bytes = checked_add(out.total_bytes, t.bytes, "safetensors bytes");
-    out.tensors.push_back(std::move(t));
-  }
-  return out;
-}
-
-SafetensorsHeader read_safetensors_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "cannot open");
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw InputError(path, "cannot read its size: " + ec.message());
-  char length_bytes[8] = {};
-  in.read(length_bytes, 8);
-  if (in.gcount() != 8) throw InputError(path, "is not a safetensors file: shorter than 8 bytes");
-  std::uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | static_cast<unsigned char>(length_bytes[i]);
-  if (header_len > size - 8)
-    throw InputError(path, "safetensors header length " + std::to_string(header_len) + " is larger than the file (" +
-                               std::to_string(size) + " bytes)");
-  if (header_len > 100u * 1024 * 1024)
-    throw InputError(path, "safetensors header length " + std::to_string(header_len) + " exceeds the 100 MB limit");
-  std::string bytes(8 + header_len, '\0');
-  std::copy(length_bytes, length_bytes + 8, bytes.begin());
-  in.read(bytes.data() + 8, static_cast<std::streamsize>(header_len));
-  if (static_cast<std::uint64_t>(in.gcount()) != header_len) throw InputError(path, "safetensors header is truncated");
-  return parse_safetensors_header(bytes, size, path);
-}
-
-std::optional<std::uint64_t> safetensors_bytes_in_dir(const std::string& dir) {
-  std::error_code ec;
-  std::uint64_t total = 0;
-  bool any = false;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file(ec) || entry.path().extension() != ".safetensors") continue;
-    total = checked_add(total, read_safetensors_header(entry.path().string()).total_bytes, "safetensors bytes");
-    any = true;
-  }
-  if (!any) return std::nullopt;
-  return total;
 }
 
 }  // namespace kvsight

@@ -1,0 +1,732 @@
+// GGUF reader: header, metadata and tensor infos, never the tensor data.
+// Layout (ggml docs/gguf.md, version 3): "GGUF", u32 version, u64 tensor count,
+// u64 metadata count; metadata {string key, u32 type, value}; tensor infos
+// {string name, u32 n_dims, u64 ne[n_dims], u32 ggml type, u64 offset}; padding to
+// general.alignment; the data. Strings are u64 length + bytes, little-endian
+// throughout. Validation follows ggml/src/gguf.cpp gguf_init_from_file_impl:
+// known value and tensor types, no duplicate keys, at most 4 dims, ne[0] a
+// multiple of the type's block, each offset = the previous tensor's end padded to
+// the alignment, the data inside the file.
+#include "kvsight/gguf.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "kvsight/checked.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/input_file.hpp"
+
+namespace kvsight {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ggml/src/ggml.c type_traits (blck_size, type_size = sizeof(block_*) from
+// ggml/src/ggml-common.h); ids 4, 5 (Q4_2, Q4_3) and 31-33, 36-38 (the removed
+// repacked Q4_0_4_4 ... IQ4_NL_8_8) are gone and refused.
+constexpr GgmlType kGgmlTypes[] = {
+    {0, "F32", 1, 4},         {1, "F16", 1, 2},         {2, "Q4_0", 32, 18},      {3, "Q4_1", 32, 20},
+    {6, "Q5_0", 32, 22},      {7, "Q5_1", 32, 24},      {8, "Q8_0", 32, 34},      {9, "Q8_1", 32, 36},
+    {10, "Q2_K", 256, 84},    {11, "Q3_K", 256, 110},   {12, "Q4_K", 256, 144},   {13, "Q5_K", 256, 176},
+    {14, "Q6_K", 256, 210},   {15, "Q8_K", 256, 292},   {16, "IQ2_XXS", 256, 66}, {17, "IQ2_XS", 256, 74},
+    {18, "IQ3_XXS", 256, 98}, {19, "IQ1_S", 256, 50},   {20, "IQ4_NL", 32, 18},   {21, "IQ3_S", 256, 110},
+    {22, "IQ2_S", 256, 82},   {23, "IQ4_XS", 256, 136}, {24, "I8", 1, 1},         {25, "I16", 1, 2},
+    {26, "I32", 1, 4},        {27, "I64", 1, 8},        {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
+    {30, "BF16", 1, 2},       {34, "TQ1_0", 256, 54},   {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
+    {40, "NVFP4", 64, 36},    {41, "Q1_0", 128, 18},    {42, "Q2_0", 64, 18},
+};
+
+// Metadata value types (docs/gguf.md gguf_metadata_value_type).
+enum ValueType : std::uint32_t {
+  kU8 = 0,
+  kI8 = 1,
+  kU16 = 2,
+  kI16 = 3,
+  kU32 = 4,
+  kI32 = 5,
+  kF32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kU64 = 10,
+  kI64 = 11,
+  kF64 = 12,
+};
+std::uint64_t scalar_size(std::uint32_t type) {
+  switch (type) {
+    case kU8:
+    case kI8:
+    case kBool:
+      return 1;
+    case kU16:
+    case kI16:
+      return 2;
+    case kU32:
+    case kI32:
+    case kF32:
+      return 4;
+    case kU64:
+    case kI64:
+    case kF64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Limits far above any real file: GGML_MAX_DIMS 4 (ggml.h); a key or tensor name
+// of 64 KB; one string value (a chat template) of 16 MB; arrays kept whole up to
+// 65,536 entries (per-layer values), larger ones (the tokenizer) counted only.
+constexpr std::uint64_t kMaxDims = 4;
+constexpr std::uint64_t kMaxName = 65536;
+constexpr std::uint64_t kMaxString = 16ull << 20;
+constexpr std::uint64_t kMaxKeptArray = 65536;
+constexpr std::uint64_t kChunk = 1ull << 20;
+
+// Sequential reader over a file, one bounded chunk in memory at a time.
+class Cursor {
+ public:
+  Cursor(std::string path, std::uint64_t size) : path_(std::move(path)), size_(size) {}
+  std::uint64_t pos() const { return pos_; }
+  std::uint64_t remaining() const { return size_ - pos_; }
+
+  void need(std::uint64_t n, const std::string& what) {
+    if (n > remaining())
+      throw InputError(path_, what + " at byte " + std::to_string(pos_) + " needs " + std::to_string(n) +
+                                  " bytes but the file has " + std::to_string(size_) +
+                                  "; the GGUF is truncated or corrupt");
+  }
+  std::string bytes(std::uint64_t n, const std::string& what) {
+    need(n, what);
+    if (pos_ < buffer_offset_ || pos_ + n > buffer_offset_ + buffer_.size()) {
+      buffer_offset_ = pos_;
+      buffer_ = read_file_range(path_, path_, pos_, std::min(remaining(), std::max(n, kChunk)));
+    }
+    std::string out =
+        buffer_.substr(static_cast<std::size_t>(pos_ - buffer_offset_), static_cast<std::size_t>(n));
+    pos_ += n;
+    return out;
+  }
+  void skip(std::uint64_t n, const std::string& what) {
+    need(n, what);
+    pos_ += n;
+  }
+  std::uint64_t uint(std::uint64_t width, const std::string& what) {
+    const std::string b = bytes(width, what);
+    std::uint64_t v = 0;
+    for (std::size_t i = width; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(b[i]);
+    return v;
+  }
+  std::string string(std::uint64_t max, const std::string& what) {
+    const std::uint64_t n = uint(8, what + " length");
+    if (n > max)
+      throw InputError(path_, what + " at byte " + std::to_string(pos_ - 8) + " is " + std::to_string(n) +
+                                  " bytes long; allowed: at most " + std::to_string(max));
+    return bytes(n, what);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::uint64_t size_;
+  std::uint64_t pos_ = 0;
+  std::string buffer_;
+  std::uint64_t buffer_offset_ = 0;
+};
+
+nlohmann::json read_scalar(Cursor& c, std::uint32_t type, const std::string& what) {
+  const std::uint64_t width = scalar_size(type);
+  const std::uint64_t raw = c.uint(width, what);
+  switch (type) {
+    case kU8:
+    case kU16:
+    case kU32:
+    case kU64:
+      return raw;
+    case kI8:
+      return static_cast<std::int64_t>(static_cast<std::int8_t>(raw));
+    case kI16:
+      return static_cast<std::int64_t>(static_cast<std::int16_t>(raw));
+    case kI32:
+      return static_cast<std::int64_t>(static_cast<std::int32_t>(raw));
+    case kI64:
+      return static_cast<std::int64_t>(raw);
+    case kBool:
+      if (raw > 1)
+        throw InputError(c.path(), what + " is a bool of value " + std::to_string(raw) + "; allowed: 0, 1");
+      return raw == 1;
+    case kF32: {
+      const auto bits = static_cast<std::uint32_t>(raw);
+      float f = 0;
+      std::memcpy(&f, &bits, 4);
+      return static_cast<double>(f);
+    }
+    case kF64: {
+      double d = 0;
+      std::memcpy(&d, &raw, 8);
+      return d;
+    }
+    default:
+      break;
+  }
+  throw InputError(c.path(), what + " has value type " + std::to_string(type) + "; allowed: 0-12");
+}
+
+nlohmann::json read_value(Cursor& c, std::uint32_t type, const std::string& what) {
+  if (type == kString) return c.string(kMaxString, what);
+  if (type != kArray) {
+    if (scalar_size(type) == 0)
+      throw InputError(c.path(), what + " has value type " + std::to_string(type) + "; allowed: 0-12");
+    return read_scalar(c, type, what);
+  }
+  const auto elem = static_cast<std::uint32_t>(c.uint(4, what + " array type"));
+  const std::uint64_t count = c.uint(8, what + " array length");
+  if (elem == kArray)
+    throw InputError(c.path(), what + " is an array of arrays; GGUF readers (ggml gguf.cpp) allow none");
+  if (elem == kString) {
+    // Every string is at least its 8-byte length.
+    if (count > c.remaining() / 8)
+      c.need(checked_mul(count, 8, what), what + " (" + std::to_string(count) + " strings)");
+    nlohmann::json kept = nlohmann::json::array();
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t n = c.uint(8, what + "[" + std::to_string(i) + "] length");
+      if (n > kMaxString)
+        throw InputError(c.path(), what + "[" + std::to_string(i) + "] is " + std::to_string(n) +
+                                       " bytes long; allowed: at most " + std::to_string(kMaxString));
+      c.skip(n, what + "[" + std::to_string(i) + "]");
+    }
+    return nlohmann::json{{"array_of", "string"}, {"count", count}};
+  }
+  const std::uint64_t width = scalar_size(elem);
+  if (width == 0)
+    throw InputError(c.path(),
+                     what + " is an array of value type " + std::to_string(elem) + "; allowed: 0-12");
+  c.need(checked_mul(count, width, what), what + " (" + std::to_string(count) + " entries)");
+  if (count > kMaxKeptArray) {
+    c.skip(count * width, what);
+    return nlohmann::json{{"array_of", elem}, {"count", count}};
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (std::uint64_t i = 0; i < count; ++i)
+    out.push_back(read_scalar(c, elem, what + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+}  // namespace
+
+const GgmlType* find_ggml_type(std::uint32_t id) {
+  for (const auto& t : kGgmlTypes)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
+GgufFile read_gguf(const std::string& path) {
+  GgufFile out;
+  out.file_size = regular_file_size(path, path);
+  Cursor c(path, out.file_size);
+  if (c.bytes(4, "GGUF magic") != "GGUF")
+    throw InputError(path, "is not a GGUF file: it does not begin with \"GGUF\"");
+  out.version = static_cast<std::uint32_t>(c.uint(4, "GGUF version"));
+  // Version 1 had 32-bit counts and lengths; llama.cpp reads 2 and 3 only.
+  if (out.version != 2 && out.version != 3)
+    throw InputError(path, "GGUF version " + std::to_string(out.version) + "; allowed: 2, 3");
+  const std::uint64_t n_tensors = c.uint(8, "tensor count");
+  const std::uint64_t n_kv = c.uint(8, "metadata count");
+  // A metadata entry is at least 8 + 4 + 1 bytes, a tensor info 8 + 4 + 8 + 4 + 8.
+  if (n_kv > c.remaining() / 13)
+    throw InputError(path, "metadata count " + std::to_string(n_kv) + " cannot fit in the file's " +
+                               std::to_string(out.file_size) + " bytes");
+  for (std::uint64_t i = 0; i < n_kv; ++i) {
+    std::string key = c.string(kMaxName, "metadata key " + std::to_string(i));
+    const std::string what = "metadata '" + key.substr(0, 128) + "'";
+    const auto type = static_cast<std::uint32_t>(c.uint(4, what + " type"));
+    nlohmann::json value = read_value(c, type, what);
+    if (!out.metadata.emplace(std::move(key), std::move(value)).second)
+      throw InputError(path, what + " appears twice; keys must be unique");
+  }
+  if (n_tensors > c.remaining() / 32)
+    throw InputError(path, "tensor count " + std::to_string(n_tensors) + " cannot fit in the file's " +
+                               std::to_string(out.file_size) + " bytes");
+  if (auto it = out.metadata.find("general.alignment"); it != out.metadata.end()) {
+    if (!it->second.is_number_unsigned() || it->second.get<std::uint64_t>() == 0 ||
+        (it->second.get<std::uint64_t>() & (it->second.get<std::uint64_t>() - 1)) != 0 ||
+        it->second.get<std::uint64_t>() > (1u << 30))
+      throw InputError(path, "metadata 'general.alignment' must be a power of two (default 32)");
+    out.alignment = it->second.get<std::uint64_t>();
+  }
+  std::set<std::string> names;
+  std::uint64_t expected_offset = 0;
+  for (std::uint64_t i = 0; i < n_tensors; ++i) {
+    GgufTensor t;
+    t.name = c.string(kMaxName, "tensor name " + std::to_string(i));
+    const std::string what = "tensor '" + t.name.substr(0, 128) + "'";
+    if (!names.insert(t.name).second) throw InputError(path, what + " appears twice; names must be unique");
+    const std::uint64_t n_dims = c.uint(4, what + " n_dims");
+    if (n_dims == 0 || n_dims > kMaxDims)
+      throw InputError(path, what + " has " + std::to_string(n_dims) + " dimensions; allowed: 1 to 4");
+    t.elements = 1;
+    for (std::uint64_t d = 0; d < n_dims; ++d) {
+      t.dims.push_back(c.uint(8, what + " ne"));
+      // ggml keeps ne as int64: anything at or above 2^63 is corrupt.
+      if (t.dims.back() >= (1ull << 63)) throw InputError(path, what + " has a dimension beyond 2^63");
+      t.elements = checked_mul(t.elements, t.dims.back(), path + ": " + what + " elements");
+    }
+    t.type = static_cast<std::uint32_t>(c.uint(4, what + " type"));
+    const GgmlType* type = find_ggml_type(t.type);
+    if (!type) {
+      std::string known;
+      for (const auto& k : kGgmlTypes)
+        known += (known.empty() ? "" : ", ") + std::to_string(k.id) + " " + k.name;
+      throw InputError(path, what + " has ggml type " + std::to_string(t.type) + "; allowed: " + known);
+    }
+    if (t.dims[0] % type->block_elements != 0)
+      throw InputError(path, what + " of type " + type->name + " has ne[0] " + std::to_string(t.dims[0]) +
+                                 ", not a multiple of its block of " + std::to_string(type->block_elements));
+    t.bytes =
+        checked_mul(t.elements / type->block_elements, type->block_bytes, path + ": " + what + " bytes");
+    t.offset = c.uint(8, what + " offset");
+    if (t.offset != expected_offset)
+      throw InputError(path,
+                       what + " has data offset " + std::to_string(t.offset) + ", expected " +
+                           std::to_string(expected_offset) +
+                           " (the previous tensor's end padded to the alignment); tensors must not overlap");
+    expected_offset = round_up(checked_add(t.offset, t.bytes, path + ": tensor data"), out.alignment,
+                               path + ": tensor data");
+    out.tensor_bytes = checked_add(out.tensor_bytes, t.bytes, path + ": tensor bytes");
+    out.tensor_elements = checked_add(out.tensor_elements, t.elements, path + ": tensor elements");
+    out.tensors.push_back(std::move(t));
+  }
+  out.data_offset = round_up(c.pos(), out.alignment, path + ": data offset");
+  // The last tensor's padding may be cut off at the end of the file.
+  const std::uint64_t data_end =
+      out.tensors.empty()
+          ? c.pos()
+          : checked_add(out.data_offset, out.tensors.back().offset + out.tensors.back().bytes, path);
+  if (data_end > out.file_size)
+    throw InputError(path, "tensor data ends at byte " + std::to_string(data_end) + " but the file has " +
+                               std::to_string(out.file_size) + "; the file is truncated");
+  return out;
+}
+
+namespace {
+
+// Typed metadata access for one architecture's keys ("{arch}.block_count").
+class Meta {
+ public:
+  Meta(const GgufFile& file, std::string path, std::string arch)
+      : file_(file), path_(std::move(path)), arch_(std::move(arch)) {}
+  std::string key(const std::string& suffix) const { return arch_ + "." + suffix; }
+  const nlohmann::json* find(const std::string& full) const {
+    auto it = file_.metadata.find(full);
+    return it == file_.metadata.end() ? nullptr : &it->second;
+  }
+  std::uint64_t as_uint(const nlohmann::json& v, const std::string& full) const {
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+    if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
+      return static_cast<std::uint64_t>(v.get<std::int64_t>());
+    throw InputError(path_ + ": " + full, "must be a non-negative integer");
+  }
+  std::optional<std::uint64_t> uint(const std::string& suffix) const {
+    const nlohmann::json* v = find(key(suffix));
+    if (!v) return std::nullopt;
+    if (v->is_array()) throw InputError(path_ + ": " + key(suffix), "is an array; one integer is required");
+    return as_uint(*v, key(suffix));
+  }
+  std::uint64_t required(const std::string& suffix) const {
+    auto v = uint(suffix);
+    if (!v || *v == 0)
+      throw InputError(path_ + ": " + key(suffix), "missing or 0; a positive integer is required");
+    return *v;
+  }
+  // A per-layer value: one integer for every layer, or an array of n.
+  std::optional<std::vector<std::uint64_t>> per_layer(const std::string& suffix, std::uint64_t n) const {
+    const nlohmann::json* v = find(key(suffix));
+    if (!v) return std::nullopt;
+    if (!v->is_array()) return std::vector<std::uint64_t>(n, as_uint(*v, key(suffix)));
+    if (v->size() != n)
+      throw InputError(path_ + ": " + key(suffix),
+                       "has " + std::to_string(v->size()) + " entries for " + std::to_string(n) + " layers");
+    std::vector<std::uint64_t> out;
+    for (const auto& x : *v) out.push_back(as_uint(x, key(suffix)));
+    return out;
+  }
+  double number(const std::string& suffix, double fallback) const {
+    const nlohmann::json* v = find(key(suffix));
+    if (!v) return fallback;
+    if (!v->is_number()) throw InputError(path_ + ": " + key(suffix), "must be a number");
+    return v->get<double>();
+  }
+  std::string string(const std::string& full) const {
+    const nlohmann::json* v = find(full);
+    if (!v) return "";
+    if (!v->is_string()) throw InputError(path_ + ": " + full, "must be a string");
+    return v->get<std::string>();
+  }
+  std::uint32_t u32(std::uint64_t v, const std::string& suffix) const {
+    if (v > 0xffffffffull)
+      throw InputError(path_ + ": " + key(suffix), "is " + std::to_string(v) + "; at most 4294967295");
+    return static_cast<std::uint32_t>(v);
+  }
+
+ private:
+  const GgufFile& file_;
+  std::string path_;
+  std::string arch_;
+};
+
+// NAME-0000i-of-0000N.gguf (llama.cpp src/llama.cpp llama_split_path:
+// "%s-%05d-of-%05d.gguf").
+const std::regex kSplitName(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+
+std::string split_path(const std::string& prefix, std::uint64_t i, std::uint64_t n) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof buffer, "-%05llu-of-%05llu.gguf", static_cast<unsigned long long>(i),
+                static_cast<unsigned long long>(n));
+  return prefix + buffer;
+}
+
+}  // namespace
+
+ModelSpec read_gguf_model(const std::string& path_arg) {
+  std::string path = path_arg;
+  // A split model: its hyperparameters live in split 1 (llama.cpp gguf-split
+  // writes the metadata to the first split only).
+  std::smatch m;
+  const std::string file_name = fs::path(path).filename().string();
+  std::string split_prefix;
+  std::uint64_t split_count = 0;
+  if (std::regex_match(file_name, m, kSplitName)) {
+    split_prefix = (fs::path(path).parent_path() / m[1].str()).string();
+    split_count = std::stoull(m[3].str());
+    if (split_count == 0) throw InputError(path, "split count 0 in its name");
+    path = split_path(split_prefix, 1, split_count);
+  }
+  const GgufFile file = read_gguf(path);
+  const std::string arch_key = "general.architecture";
+  Meta any(file, path, "");
+  const std::string arch = any.string(arch_key);
+  if (arch.empty())
+    throw InputError(path + ": general.architecture", "missing; a GGUF model names its architecture");
+  Meta meta(file, path, arch);
+
+  ModelSpec spec;
+  spec.source = path;
+  spec.architecture = arch;
+  spec.model_type = arch;
+  spec.display_name = any.string("general.name");
+  if (spec.display_name.empty()) spec.display_name = fs::path(path).stem().string();
+
+  // Weights: every split's tensors (split.count / split.tensors.count, llama.cpp
+  // gguf-split).
+  ExactWeights weights;
+  weights.format = "gguf";
+  weights.bytes = file.tensor_bytes;
+  weights.params = file.tensor_elements;
+  weights.files.push_back(fs::path(path).filename().string());
+  if (const nlohmann::json* sc = any.find("split.count")) {
+    const std::uint64_t count = any.as_uint(*sc, "split.count");
+    if (split_prefix.empty() && count > 1)
+      throw InputError(
+          path + ": split.count",
+          "is " + std::to_string(count) +
+              " but the file name is not NAME-0000i-of-0000N.gguf; the other splits cannot be found");
+    if (!split_prefix.empty() && count != split_count)
+      throw InputError(path + ": split.count", "is " + std::to_string(count) + " but the file name says " +
+                                                   std::to_string(split_count));
+    std::uint64_t tensors = file.tensors.size();
+    for (std::uint64_t i = 2; i <= count; ++i) {
+      const std::string other = split_path(split_prefix, i, count);
+      std::error_code ec;
+      if (!fs::exists(other, ec))
+        throw InputError(path, "split " + std::to_string(i) + " of " + std::to_string(count) + " ('" + other +
+                                   "') is missing; the download is incomplete");
+      const GgufFile part = read_gguf(other);
+      weights.bytes = checked_add(weights.bytes, part.tensor_bytes, "GGUF tensor bytes");
+      weights.params = checked_add(weights.params, part.tensor_elements, "GGUF tensor elements");
+      tensors += part.tensors.size();
+      weights.files.push_back(fs::path(other).filename().string());
+    }
+    if (const nlohmann::json* tc = any.find("split.tensors.count");
+        tc && any.as_uint(*tc, "split.tensors.count") != tensors)
+      throw InputError(path + ": split.tensors.count",
+                       "is " + std::to_string(any.as_uint(*tc, "split.tensors.count")) +
+                           " but the splits hold " + std::to_string(tensors) + " tensors");
+  }
+  if (file.tensors.empty() && weights.files.size() == 1)
+    throw InputError(path, "holds no tensors; a GGUF model has at least one");
+  weights.method = "exact: sum of tensor sizes in the GGUF tensor infos of " +
+                   std::to_string(weights.files.size()) + " file" + (weights.files.size() == 1 ? "" : "s") +
+                   " (" + fs::path(path).filename().string() + ")";
+
+  // Hyperparameters: llama.cpp src/llama-model.cpp llm_load_hparams / load_hparams
+  // and the key names of src/llama-arch.cpp (LLM_KV_*).
+  const std::uint64_t n_layer = meta.required("block_count");
+  if (n_layer > 100000)
+    throw InputError(path + ": " + meta.key("block_count"),
+                     "is " + std::to_string(n_layer) + "; at most 100000");
+  spec.hidden_size = meta.required("embedding_length");
+  const std::vector<std::uint64_t> heads =
+      meta.per_layer("attention.head_count", n_layer).value_or(std::vector<std::uint64_t>(n_layer, 0));
+  std::vector<std::uint64_t> kv_heads = meta.per_layer("attention.head_count_kv", n_layer).value_or(heads);
+  const std::uint64_t max_heads = *std::max_element(heads.begin(), heads.end());
+  spec.num_attention_heads = meta.u32(max_heads, "attention.head_count");
+  // n_embd_head_k = key_length, default n_embd / n_head (llama-model.cpp).
+  std::uint64_t head_k =
+      meta.uint("attention.key_length").value_or(max_heads ? spec.hidden_size / max_heads : 0);
+  std::uint64_t head_v = meta.uint("attention.value_length").value_or(head_k);
+  std::vector<std::uint64_t> ff =
+      meta.per_layer("feed_forward_length", n_layer).value_or(std::vector<std::uint64_t>(n_layer, 0));
+  std::uint64_t ff_sum = 0;
+  for (auto f : ff) ff_sum = checked_add(ff_sum, f, meta.key("feed_forward_length"));
+  spec.intermediate_size = ff_sum / n_layer;
+  if (auto v = meta.uint("vocab_size"))
+    spec.vocab_size = *v;
+  else if (const nlohmann::json* tokens = any.find("tokenizer.ggml.tokens"); tokens && tokens->is_object())
+    spec.vocab_size = tokens->value("count", std::uint64_t{0});
+  for (const auto& t : file.tensors)
+    if (spec.vocab_size == 0 && t.name == "token_embd.weight" && t.dims.size() == 2)
+      spec.vocab_size = t.dims[1];
+  spec.tie_word_embeddings = true;
+  for (const auto& t : file.tensors)
+    if (t.name == "output.weight") spec.tie_word_embeddings = false;
+  {
+    // general.file_type names the dominant type (llama_ftype); the per-tensor
+    // types are what count, and they are exact already. The model dtype stays
+    // the activations' f16 (llama.cpp computes in f16/f32).
+    spec.dtype = "fp16";
+  }
+  spec.max_position_embeddings = meta.uint("context_length").value_or(0);
+  spec.config_max_len = spec.max_position_embeddings;
+  if (spec.max_position_embeddings == 0)
+    spec.notes.push_back(meta.key("context_length") + " absent: no model length limit known");
+  spec.rope_theta = meta.number("rope.freq_base", 0.0);
+  {
+    const nlohmann::json* type = meta.find(meta.key("rope.scaling.type"));
+    std::string t = type && type->is_string() ? type->get<std::string>() : "";
+    if (!t.empty() && t != "none") {
+      spec.rope_scaling.type = t;
+      spec.rope_scaling.factor = meta.number("rope.scaling.factor", 1.0);
+      if (!(spec.rope_scaling.factor > 0.0 && spec.rope_scaling.factor < 1e6))
+        throw InputError(path + ": " + meta.key("rope.scaling.factor"),
+                         "must be a positive number below 10^6");
+      spec.rope_scaling.original_max_position_embeddings =
+          meta.uint("rope.scaling.original_context_length").value_or(0);
+    }
+  }
+  // MoE.
+  if (auto experts = meta.uint("expert_count"); experts && *experts > 0) {
+    spec.moe.num_experts = meta.u32(*experts, "expert_count");
+    spec.moe.experts_per_token = meta.u32(meta.uint("expert_used_count").value_or(1), "expert_used_count");
+    spec.moe.num_shared_experts =
+        meta.u32(meta.uint("expert_shared_count").value_or(0), "expert_shared_count");
+    spec.moe.moe_intermediate_size = meta.uint("expert_feed_forward_length").value_or(spec.intermediate_size);
+    spec.moe.first_k_dense_layers =
+        meta.u32(meta.uint("leading_dense_block_count").value_or(0), "leading_dense_block_count");
+    if (spec.moe.experts_per_token > spec.moe.num_experts)
+      throw InputError(path + ": " + meta.key("expert_used_count"), "exceeds " + meta.key("expert_count"));
+  }
+
+  // Recurrent state (ssm.* keys: llama-model.cpp LLM_KV_SSM_*). Which layers:
+  // every layer of mamba / mamba2; in hybrids the layers with no KV heads
+  // (llama-model.cpp recurrent_layer_arr[i] = n_head_kv(i) == 0; Nemotron-H also
+  // needs n_ff(i) == 0, its MLP-only layers have neither).
+  const bool all_recurrent = arch == "mamba" || arch == "mamba2";
+  const bool has_ssm = meta.find(meta.key("ssm.state_size")) != nullptr;
+  std::vector<LayerKind> kinds(n_layer, LayerKind::full_attention);
+  if (has_ssm) {
+    RecurrentSpec rec;
+    rec.conv_dtype = rec.ssm_dtype = "fp32";  // llama.cpp keeps r and s in f32 (llama-memory-recurrent.cpp)
+    rec.d_conv = meta.required("ssm.conv_kernel");
+    rec.d_state = meta.required("ssm.state_size");
+    const std::uint64_t inner = meta.required("ssm.inner_size");
+    const std::uint64_t dt_rank = meta.uint("ssm.time_step_rank").value_or(0);
+    const std::uint64_t groups = meta.uint("ssm.group_count").value_or(0);
+    if (arch == "qwen3next") {
+      // Gated delta-net: d_state = head_k_dim, group_count = num_k_heads,
+      // time_step_rank = num_v_heads, inner_size = head_v_dim x num_v_heads
+      // (gguf-py convert_hf_to_gguf.py Qwen3NextModel).
+      rec.kind = RecurrentKind::gated_delta_net;
+      rec.key_head_dim = rec.d_state;
+      rec.num_key_heads = groups;
+      rec.num_value_heads = dt_rank;
+      if (dt_rank == 0 || inner % dt_rank != 0)
+        throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
+                         "must be positive and divide ssm.inner_size");
+      rec.value_head_dim = inner / dt_rank;
+    } else if (groups > 0 || arch == "mamba2") {
+      // Mamba2: time_step_rank = n_heads (convert_hf_to_gguf.py Mamba2Model).
+      rec.kind = RecurrentKind::mamba2;
+      rec.d_inner = inner;
+      rec.n_groups = groups ? groups : 1;
+      rec.n_heads = dt_rank;
+      if (dt_rank == 0 || inner % dt_rank != 0)
+        throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
+                         "must be positive and divide ssm.inner_size");
+      rec.head_dim = inner / dt_rank;
+    } else {
+      rec.kind = RecurrentKind::mamba1;
+      rec.d_inner = inner;
+    }
+    validate_recurrent(rec, path + ": " + meta.key("ssm"));
+    spec.recurrent = rec;
+    for (std::uint64_t i = 0; i < n_layer; ++i) {
+      if (all_recurrent)
+        kinds[i] = LayerKind::recurrent;
+      else if (arch == "qwen3next") {
+        const std::uint64_t interval = meta.uint("full_attention_interval").value_or(4);
+        kinds[i] = interval && (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
+      } else if (kv_heads[i] == 0)
+        kinds[i] = arch == "nemotron_h" && ff[i] > 0 ? LayerKind::none : LayerKind::recurrent;
+    }
+  }
+
+  // Sliding window: attention.sliding_window with the pattern from
+  // attention.sliding_window_pattern (an integer n: layer i slides when
+  // i % n < n - 1; or one bool per layer), else the architecture's own
+  // (llama.cpp src/models/<arch>.cpp load_swa_pattern: gemma2 2, gemma3 6,
+  // gemma3n 5, cohere2 / olmo2 / exaone4 4, gpt-oss (openai-moe.cpp) 2; read in the
+  // llama.cpp vendored by llama-cpp-python 0.3.36).
+  const std::uint64_t window = meta.uint("attention.sliding_window").value_or(0);
+  if (window > 0) {
+    std::vector<bool> swa(n_layer, false);
+    const nlohmann::json* pattern = meta.find(meta.key("attention.sliding_window_pattern"));
+    std::uint64_t n_pattern = 0;
+    if (pattern && pattern->is_array()) {
+      if (pattern->size() != n_layer)
+        throw InputError(
+            path + ": " + meta.key("attention.sliding_window_pattern"),
+            "has " + std::to_string(pattern->size()) + " entries for " + std::to_string(n_layer) + " layers");
+      for (std::uint64_t i = 0; i < n_layer; ++i) {
+        if (!(*pattern)[i].is_boolean())
+          throw InputError(path + ": " + meta.key("attention.sliding_window_pattern"),
+                           "entries must be bools");
+        swa[i] = (*pattern)[i].get<bool>();
+      }
+    } else {
+      bool known = true;
+      if (pattern)
+        n_pattern = meta.as_uint(*pattern, meta.key("attention.sliding_window_pattern"));
+      else if (arch == "gemma2" || arch == "gpt-oss")
+        n_pattern = 2;
+      else if (arch == "gemma3")
+        n_pattern = 6;
+      else if (arch == "gemma3n")
+        n_pattern = 5;
+      else if (arch == "cohere2" || arch == "olmo2" || arch == "exaone4")
+        n_pattern = 4;
+      else
+        known = false;
+      if (known) {
+        // llama-hparams.cpp set_swa_pattern: n 0 = every layer slides.
+        for (std::uint64_t i = 0; i < n_layer; ++i) swa[i] = n_pattern == 0 || i % n_pattern < n_pattern - 1;
+      } else {
+        spec.notes.push_back(meta.key("attention.sliding_window") +
+                             " is set but this architecture has no sliding-window pattern in llama.cpp: full "
+                             "attention on every layer");
+      }
+    }
+    for (std::uint64_t i = 0; i < n_layer; ++i)
+      if (swa[i] && kinds[i] == LayerKind::full_attention) kinds[i] = LayerKind::sliding_window;
+  }
+
+  // MLA (deepseek2 and kin): attention.kv_lora_rank. From llama.cpp PR #12801 the
+  // converter writes key_length = kv_lora_rank + n_rot, value_length = kv_lora_rank
+  // and the per-head sizes as key_length_mla / value_length_mla; the cache is the
+  // latent. A GGUF without the _mla keys predates it: llama.cpp caches the
+  // decompressed per-head K and V for it (llama-model.cpp is_mla).
+  if (auto rank = meta.uint("attention.kv_lora_rank"); rank && *rank > 0) {
+    MlaSpec mla;
+    mla.kv_lora_rank = meta.u32(*rank, "attention.kv_lora_rank");
+    mla.q_lora_rank = meta.u32(meta.uint("attention.q_lora_rank").value_or(0), "attention.q_lora_rank");
+    mla.qk_rope_head_dim = meta.u32(meta.required("rope.dimension_count"), "rope.dimension_count");
+    auto k_mla = meta.uint("attention.key_length_mla");
+    auto v_mla = meta.uint("attention.value_length_mla");
+    const std::uint64_t k_full = k_mla.value_or(head_k), v_full = v_mla.value_or(head_v);
+    if (k_full <= mla.qk_rope_head_dim)
+      throw InputError(path + ": " + meta.key("attention.key_length"),
+                       "must exceed rope.dimension_count for MLA");
+    mla.qk_nope_head_dim = meta.u32(k_full - mla.qk_rope_head_dim, "attention.key_length");
+    mla.v_head_dim = meta.u32(v_full, "attention.value_length");
+    mla.gguf_decompressed_cache = !k_mla.has_value();
+    spec.mla = mla;
+    head_k = k_full;
+    head_v = v_full;
+    if (mla.gguf_decompressed_cache)
+      spec.notes.push_back(
+          "GGUF without attention.key_length_mla (converted before llama.cpp PR #12801): llama.cpp caches "
+          "decompressed per-head K and V");
+  }
+  spec.head_dim = meta.u32(head_k, "attention.key_length");
+  spec.num_kv_heads = 0;
+  for (std::uint64_t i = 0; i < n_layer; ++i)
+    if (kinds[i] != LayerKind::recurrent && kinds[i] != LayerKind::none)
+      spec.num_kv_heads = std::max(spec.num_kv_heads, meta.u32(kv_heads[i], "attention.head_count_kv"));
+
+  spec.layers.resize(n_layer);
+  for (std::uint64_t i = 0; i < n_layer; ++i) {
+    LayerSpec& layer = spec.layers[i];
+    layer.kind = kinds[i];
+    if (layer.kind == LayerKind::recurrent || layer.kind == LayerKind::none) continue;
+    if (spec.mla) {
+      layer.kind = LayerKind::mla;
+      layer.kv_heads = 1;
+      layer.head_dim_k = spec.mla->kv_lora_rank + spec.mla->qk_rope_head_dim;
+      layer.head_dim_v = 0;
+      continue;
+    }
+    if (heads[i] == 0 || kv_heads[i] == 0 || head_k == 0)
+      throw InputError(path + ": " + meta.key("attention.head_count"),
+                       "layer " + std::to_string(i) +
+                           " is an attention layer with no heads; give head_count, head_count_kv");
+    if (heads[i] % kv_heads[i] != 0)
+      throw InputError(
+          path + ": " + meta.key("attention.head_count_kv"),
+          std::to_string(kv_heads[i]) + " does not divide head_count " + std::to_string(heads[i]));
+    layer.kv_heads = meta.u32(kv_heads[i], "attention.head_count_kv");
+    layer.head_dim_k = meta.u32(head_k, "attention.key_length");
+    layer.head_dim_v = meta.u32(head_v, "attention.value_length");
+    if (layer.kind == LayerKind::sliding_window) layer.window = window;
+  }
+  if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
+  if (spec.attention_layer_count() == 0 && !spec.recurrent)
+    throw InputError(path, "has no attention or recurrent layers");
+  spec.exact_weights = std::move(weights);
+  spec.local_dir = fs::path(path).parent_path().string();
+  return spec;
+}
+
+std::optional<std::string> gguf_in_dir(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> models;
+  std::set<std::string> split_sets;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".gguf") != 0) continue;
+    // Vision projectors (mmproj-*.gguf, llama.cpp tools/mtmd) are not the model.
+    if (name.rfind("mmproj", 0) == 0) continue;
+    std::smatch m;
+    if (std::regex_match(name, m, kSplitName)) {
+      if (split_sets.insert(m[1].str() + "|" + m[3].str()).second)
+        models.push_back(split_path((fs::path(dir) / m[1].str()).string(), 1, std::stoull(m[3].str())));
+    } else {
+      models.push_back((fs::path(dir) / name).string());
+    }
+  }
+  if (models.empty()) return std::nullopt;
+  if (models.size() > 1) {
+    std::sort(models.begin(), models.end());
+    std::string listed;
+    for (std::size_t i = 0; i < models.size() && i < 6; ++i)
+      listed += (i ? ", " : "") + fs::path(models[i]).filename().string();
+    throw InputError("--model", "directory '" + dir + "' holds " + std::to_string(models.size()) +
+                                    " GGUF models (" + listed + "); pass the one to plan");
+  }
+  return models[0];
+}
+
+}  // namespace kvsight

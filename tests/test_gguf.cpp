@@ -1,0 +1,261 @@
+// GGUF reader: files written by llama.cpp's own gguf-py writer (tests/make_gguf.py)
+// at test time, read back into a ModelSpec; llama.cpp's KV for them; malformed
+// headers refused. Every expected number is derived here from the shapes.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kvsight/budget.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/gguf.hpp"
+#include "kvsight/model.hpp"
+#include "kvsight/weights.hpp"
+#include "test_support.hpp"
+
+namespace kvsight {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Writes a GGUF with tests/make_gguf.py. The gguf package is a test dependency:
+// its absence fails the test (scripts/setup.sh installs it), never skips it.
+std::string make_gguf(const std::string& name, const std::string& variant) {
+  const std::string dir = test::temp_dir("gguf-" + variant);
+  const std::string out = dir + "/" + name;
+  const std::string command = "python3 '" KVSIGHT_SOURCE_DIR "/tests/make_gguf.py' '" + out + "' " + variant +
+                              " > '" + dir + "/log' 2>&1";
+  const int rc = std::system(command.c_str());
+  std::ifstream log(dir + "/log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  if (rc != 0) {
+    ADD_FAILURE() << "make_gguf.py failed (rc " << rc << "): " << text
+                  << "\nThe gguf Python package is required: scripts/setup.sh installs it "
+                     "(pip install --break-system-packages gguf).";
+    return "";
+  }
+  return out;
+}
+
+TEST(Gguf, GgmlBlockSizesOfTheKQuantsAndIq) {
+  // ggml-common.h: q8_0 = fp16 scale + 32 int8 = 34 B / 32; q4_K = 2 fp16 + 12 scale
+  // bytes + 128 nibble bytes = 144 B / 256; q6_K = 128 + 64 + 16 + 2 = 210 B / 256;
+  // iq4_xs = 2 + 2 + 4 + 128 = 136 B / 256; mxfp4 = 1 + 16 = 17 B / 32.
+  EXPECT_EQ(find_ggml_type(8)->block_bytes, 2u + 32u);
+  EXPECT_EQ(find_ggml_type(12)->block_bytes, 2u * 2 + 12 + 128);
+  EXPECT_EQ(find_ggml_type(14)->block_bytes, 128u + 64 + 16 + 2);
+  EXPECT_EQ(find_ggml_type(23)->block_bytes, 2u + 2 + 4 + 128);
+  EXPECT_EQ(find_ggml_type(39)->block_bytes, 1u + 16);
+  EXPECT_EQ(find_ggml_type(12)->block_elements, 256u);
+  EXPECT_EQ(find_ggml_type(4), nullptr);   // Q4_2, removed
+  EXPECT_EQ(find_ggml_type(31), nullptr);  // Q4_0_4_4, removed from files
+}
+
+// TinyLlama-1.1B: 22 layers, hidden 2048, 32 heads, 4 KV heads (head dim 64),
+// ffn 5632, vocab 32000. Tensors as make_gguf.py writes them: token_embd f16,
+// output q8_0, norms f32, the seven linears of each layer in `linear`.
+std::uint64_t tinyllama_bytes(std::uint64_t linear_num, std::uint64_t linear_den) {
+  const std::uint64_t H = 2048, KV = 256, F = 5632, V = 32000, L = 22;
+  const std::uint64_t linears_per_layer =
+      H * H + KV * H + KV * H + H * H + 3 * F * H;  // q k v o gate up down
+  const std::uint64_t q8 = 34, q8_block = 32;
+  return V * H * 2                // token_embd f16
+         + V * H / q8_block * q8  // output q8_0
+         + H * 4                  // output_norm f32
+         + L * (2 * H * 4         // attn_norm, ffn_norm f32
+                + linears_per_layer * linear_num / linear_den);
+}
+
+TEST(Gguf, TinyLlamaShapeAndExactWeights) {
+  const std::string path = make_gguf("tinyllama.gguf", "tinyllama");
+  ASSERT_FALSE(path.empty());
+  const ModelSpec m = resolve_model(path);
+  EXPECT_EQ(m.architecture, "llama");
+  EXPECT_EQ(m.num_layers(), 22u);
+  EXPECT_EQ(m.hidden_size, 2048u);
+  EXPECT_EQ(m.num_attention_heads, 32u);
+  EXPECT_EQ(m.num_kv_heads, 4u);
+  EXPECT_EQ(m.head_dim, 2048u / 32u);  // no key_length: n_embd / n_head = 64
+  EXPECT_EQ(m.vocab_size, 32000u);
+  EXPECT_EQ(m.max_position_embeddings, 2048u);
+  EXPECT_FALSE(m.tie_word_embeddings);  // output.weight present
+  ASSERT_TRUE(m.exact_weights);
+  // q8_0 linears: 34 B per 32 elements.
+  EXPECT_EQ(m.exact_weights->bytes, tinyllama_bytes(34, 32));
+  const WeightsEstimate w = estimate_weights(m);
+  EXPECT_TRUE(w.exact);
+  EXPECT_EQ(w.bytes, tinyllama_bytes(34, 32));
+  // Parameters = elements of every tensor: 2 x V x H + H + L x (2 H + linears).
+  const std::uint64_t params =
+      2ull * 32000 * 2048 + 2048 +
+      22ull * (2 * 2048 + 2ull * 2048 * 2048 + 2ull * 256 * 2048 + 3ull * 5632 * 2048);
+  EXPECT_EQ(w.params, params);
+  EXPECT_EQ(params, 1100048384u);  // TinyLlama's published 1.1 B
+}
+
+TEST(Gguf, LlamaCppKvForTheTinyLlamaGguf) {
+  const std::string path = make_gguf("tinyllama.gguf", "tinyllama");
+  ASSERT_FALSE(path.empty());
+  // llama.cpp at -c 2048, f16 cache: per layer per cell K = 4 heads x 64 x 2 B = 512 B,
+  // V the same; 22 layers x 1,024 B = 22,528 B per cell; 2048 cells = 46,137,344 B
+  // = 44.00 MiB, K 22.00 MiB, V 22.00 MiB, which llama.cpp logs as
+  // "llama_kv_cache: size =   44.00 MiB (  2048 cells,  22 layers,  1/1 seqs), K (f16):   22.00 MiB, V (f16):
+  // 22.00 MiB".
+  const auto run = test::run_kvsight(
+      {"plan", "--model", path, "--engine", "llamacpp", "--ctx-size", "2048", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["kv"]["bytes_per_token"].get<std::uint64_t>(), 22u * (512u + 512u));
+  EXPECT_EQ(j["kv"]["bytes_per_sequence"].get<std::uint64_t>(), 2048ull * 22 * 1024);
+  EXPECT_EQ(j["weights"]["bytes"].get<std::uint64_t>(), tinyllama_bytes(34, 32));
+  EXPECT_TRUE(j["weights"]["exact"].get<bool>());
+  std::string log;
+  for (const auto& line : j["engine_log"]) log += line.get<std::string>() + "\n";
+  EXPECT_NE(log.find("size =   44.00 MiB"), std::string::npos) << log;
+  EXPECT_NE(log.find("K (f16):   22.00 MiB, V (f16):   22.00 MiB"), std::string::npos) << log;
+}
+
+TEST(Gguf, F16FileOfTwoGigabytesIsReadFromItsHeader) {
+  // Every matrix f16: the file is 2.2 GB (a sparse hole after the header), of which
+  // the reader reads the header only. Time and memory: docs/reference/model-inputs.md
+  // gives the /usr/bin/time -v command and its figures (no timing assertion here).
+  const std::string path = make_gguf("tinyllama-f16.gguf", "tinyllama-f16");
+  ASSERT_FALSE(path.empty());
+  EXPECT_GT(fs::file_size(path), 2000000000u);
+  const ModelSpec m = resolve_model(path);
+  ASSERT_TRUE(m.exact_weights);
+  // f16 everywhere: tinyllama_bytes with f16 linears, and output.weight f16 too
+  // (V x H x 2 B instead of V x H / 32 x 34 B).
+  const std::uint64_t VH = 32000ull * 2048;
+  EXPECT_EQ(m.exact_weights->bytes, tinyllama_bytes(2, 1) - VH / 32 * 34 + VH * 2);
+}
+
+TEST(Gguf, SplitFilesAreSummedAndAMissingSplitIsNamed) {
+  // 2 layers x 9 tensors + 3 = 21 tensors, 10 per split -> 3 splits.
+  const std::string first = make_gguf("split.gguf", "split");
+  ASSERT_FALSE(first.empty());
+  const std::string dir = fs::path(first).parent_path().string();
+  const std::string split1 = dir + "/split-00001-of-00003.gguf";
+  const ModelSpec m = resolve_model(split1);
+  ASSERT_TRUE(m.exact_weights);
+  EXPECT_EQ(m.exact_weights->files.size(), 3u);
+  const std::uint64_t H = 2048, KV = 256, F = 5632, V = 32000;
+  const std::uint64_t expected =
+      V * H * 2 + V * H / 32 * 34 + H * 4 + 2 * (2 * H * 4 + (2 * H * H + 2 * KV * H + 3 * F * H) / 32 * 34);
+  EXPECT_EQ(m.exact_weights->bytes, expected);
+  // The directory alone finds the split set too.
+  EXPECT_EQ(resolve_model(dir).exact_weights->bytes, expected);
+  fs::remove(dir + "/split-00002-of-00003.gguf");
+  try {
+    resolve_model(split1);
+    FAIL() << "a missing split must be refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("split-00002-of-00003.gguf"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gguf, MlaLayoutDecidesLlamaCppCache) {
+  // DeepSeek-V2-Lite MLA: kv_lora_rank 512, rope 64, nope 128, v 128, 16 heads, 2 layers.
+  const std::string fresh = make_gguf("new.gguf", "mla-new");
+  const std::string old = make_gguf("old.gguf", "mla-old");
+  ASSERT_FALSE(fresh.empty());
+  ASSERT_FALSE(old.empty());
+  const ModelSpec n = resolve_model(fresh), o = resolve_model(old);
+  ASSERT_TRUE(n.mla && o.mla);
+  EXPECT_EQ(n.mla->qk_nope_head_dim, 128u);
+  EXPECT_EQ(o.mla->qk_nope_head_dim, 128u);
+  EXPECT_EQ(n.layers[0].head_dim_k, 512u + 64u);
+  EXPECT_FALSE(n.mla->gguf_decompressed_cache);
+  EXPECT_TRUE(o.mla->gguf_decompressed_cache);
+  EngineOptions options;
+  options.ctx_size = 1024;
+  options.engine_version = "b6000";  // latent K and V, before the V-less cache
+  const auto engine = make_engine("llamacpp");
+  // New layout, f16: K 576 x 2 + V 512 x 2 = 2,176 B per layer per cell, 2 layers.
+  EXPECT_EQ(engine->plan(n, nullptr, options).kv.bytes_per_token, 2u * (576u * 2 + 512u * 2));
+  // Old layout: decompressed K 16 x 192 x 2 + V 16 x 128 x 2 = 10,240 B per layer.
+  EXPECT_EQ(engine->plan(o, nullptr, options).kv.bytes_per_token, 2u * (16u * 192 * 2 + 16u * 128 * 2));
+}
+
+TEST(Gguf, HybridLayersFromHeadCountKv) {
+  const std::string path = make_gguf("jamba.gguf", "jamba");
+  ASSERT_FALSE(path.empty());
+  const ModelSpec m = resolve_model(path);
+  // head_count_kv [0, 0, 2, 0]: layer 2 attention, the rest Mamba (v1: no group count).
+  EXPECT_EQ(m.count(LayerKind::recurrent), 3u);
+  EXPECT_EQ(m.layers[2].kind, LayerKind::full_attention);
+  EXPECT_EQ(m.layers[2].kv_heads, 2u);
+  ASSERT_TRUE(m.recurrent);
+  EXPECT_EQ(m.recurrent->kind, RecurrentKind::mamba1);
+  EXPECT_EQ(m.recurrent->d_inner, 2048u);
+  EXPECT_EQ(m.recurrent->d_state, 16u);
+}
+
+// Hand-made headers for the refusals.
+std::string le(std::uint64_t v, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += static_cast<char>((v >> (8 * i)) & 0xff);
+  return out;
+}
+std::string gstr(const std::string& s) { return le(s.size(), 8) + s; }
+
+std::string write(const std::string& name, const std::string& bytes) {
+  const std::string path = test::temp_dir("gguf-bad") + "/" + name;
+  test::write_file(path, bytes);
+  return path;
+}
+
+TEST(Gguf, MalformedHeadersAreRefusedNamingWhat) {
+  const std::string head = std::string("GGUF") + le(3, 4);
+  auto refused = [](const std::string& path, const std::string& needle) {
+    try {
+      read_gguf(path);
+      ADD_FAILURE() << path << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  // Version 1 (32-bit counts) and 4 do not exist for llama.cpp.
+  refused(write("v1.gguf", std::string("GGUF") + le(1, 4) + le(0, 8) + le(0, 8)), "allowed: 2, 3");
+  // A metadata count that cannot fit the file.
+  refused(write("count.gguf", head + le(0, 8) + le(1ull << 40, 8)), "cannot fit");
+  // A key whose length runs past the end of the file.
+  refused(write("key.gguf", head + le(0, 8) + le(1, 8) + le(1ull << 60, 8) + std::string(64, '\0')),
+          "allowed: at most");
+  // A value type that is not one (13).
+  refused(write("type.gguf", head + le(0, 8) + le(1, 8) + gstr("a") + le(13, 4) + le(0, 8)), "value type 13");
+  // A tensor of a removed ggml type (4, Q4_2).
+  const std::string tensor_head = head + le(1, 8) + le(0, 8) + gstr("w") + le(1, 4) + le(32, 8);
+  refused(write("ttype.gguf", tensor_head + le(4, 4) + le(0, 8) + std::string(64, '\0')), "ggml type 4");
+  // q8_0 with ne[0] not a multiple of its 32-element block.
+  refused(write("block.gguf",
+                head + le(1, 8) + le(0, 8) + gstr("w") + le(1, 4) + le(33, 8) + le(8, 4) + le(0, 8)),
+          "not a multiple");
+  // Tensor data beyond the end of the file: f32 [32] = 128 B after the header.
+  refused(write("short.gguf", tensor_head + le(0, 4) + le(0, 8)), "truncated");
+  // A tensor whose offset is not where the previous one ended.
+  refused(write("offset.gguf", tensor_head + le(0, 4) + le(64, 8) + std::string(256, '\0')), "expected 0");
+  // Five dimensions (GGML_MAX_DIMS is 4).
+  refused(write("dims.gguf", head + le(1, 8) + le(0, 8) + gstr("w") + le(5, 4) + std::string(64, '\0')),
+          "allowed: 1 to 4");
+}
+
+TEST(Gguf, NoArchitectureOrNoTensorsIsRefused) {
+  const std::string head = std::string("GGUF") + le(3, 4);
+  EXPECT_THROW(read_gguf_model(write("noarch.gguf", head + le(0, 8) + le(0, 8))), InputError);
+  // general.architecture llama and a block count, but no tensors at all.
+  const std::string no_tensors = head + le(0, 8) + le(2, 8) + gstr("general.architecture") + le(8, 4) +
+                                 gstr("llama") + gstr("llama.block_count") + le(4, 4) + le(2, 4);
+  try {
+    read_gguf_model(write("empty.gguf", no_tensors));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no tensors"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvsight
