@@ -88,7 +88,7 @@ TEST_P(EveryKernel, BothAlgorithmsBothDtypesMatchFloat64) {
         SCOPED_TRACE(cpu_kernel + " " + kernel + " " + dtype);
         const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
         EXPECT_TRUE(r.point.correct) << "max error " << r.point.max_error;
-        EXPECT_LE(r.point.max_error, kp::error_bound(dtype));
+        EXPECT_LE(r.point.max_error, kp::error_bound(dtype, shape.context));
       }
     }
   }
