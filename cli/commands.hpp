@@ -31,19 +31,6 @@ void emit(CliState& state, const std::string& text);
 // before the run.
 void add_artefact(CliState& state, const std::string& path, const std::string& flag, std::string text);
 
-// A validator for count flags read into unsigned integers: CLI11 2.1 would wrap
-// "-1" into 2^64 - 1, so the text is checked before conversion.
-inline CLI::Validator positive_count() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
-            text.find_first_not_of('0') == std::string::npos)
-          return "is '" + text + "'; allowed: a positive integer";
-        return "";
-      },
-      "POSITIVE INTEGER");
-}
-
 // Adds --format/--output to a subcommand.
 void add_output_options(CLI::App& command, CliState& state);
 
