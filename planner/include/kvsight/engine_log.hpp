@@ -22,8 +22,10 @@ struct EngineLogFigures {
   std::optional<std::uint64_t> kv_tokens;       // vLLM "GPU KV cache size", SGLang "#tokens", llama.cpp cells
   std::optional<std::uint64_t> max_model_len;   // from "Maximum concurrency for N tokens per request"
   std::optional<double> max_concurrency;        // "... : X.XXx"
-  std::optional<double> kv_size_gib;            // SGLang K + V size (GB as printed, 1e9 B), llama.cpp MiB
-  std::vector<std::string> matched_lines;       // the lines a figure came from, in order
+  std::optional<double> kv_size_gib;    // SGLang K + V size ("GB" = 2^30 B, memory_pool.py), llama.cpp MiB
+  std::optional<double> kv_needed_gib;  // vLLM "(X GiB KV cache is needed, ..." at max_model_len
+  std::optional<std::uint64_t> estimated_max_model_len;  // vLLM "the estimated maximum model length is N"
+  std::vector<std::string> matched_lines;                // the lines a figure came from, in order
 };
 
 // Reads every line it knows; unknown lines are skipped. Never throws on content.

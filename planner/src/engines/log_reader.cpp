@@ -12,7 +12,14 @@
 //            executor                       "# GPU blocks: N, # CPU blocks: M"
 //   SGLang   srt/mem_cache/memory_pool.py   "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB"
 //   llama.cpp src/llama-kv-cache.cpp        "llama_kv_cache: size = X MiB (N cells, L layers, S/S seqs)"
+//            v1/core/kv_cache_utils.py      "To serve at least one request with the models's max seq len
+//                                           (L), (X GiB KV cache is needed, which is larger than the
+//                                           available KV cache memory (Y GiB). ... the estimated maximum
+//                                           model length is N" (check_enough_kv_cache_memory)
+//   vLLM V0  worker                         "maximum number of tokens that can be stored in KV cache (N)"
 //   TRT-LLM  kvCacheManager                 "Allocated X GiB for max tokens in paged KV cache (N)"
+//            (0.5-0.8)                      "Allocate N bytes for k/v cache.", "Using N tokens in paged KV
+//                                           cache." (issues NVIDIA/TensorRT-LLM #224, #1400)
 #include <regex>
 #include <string>
 
@@ -59,6 +66,13 @@ EngineLogFigures read_engine_log(std::string_view text) {
       R"(KV Cache is allocated\. #tokens: ([0-9]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB)");
   static const std::regex llamacpp(R"(llama_kv_cache[a-z_]*: +size = +([0-9.]+) MiB \( *([0-9]+) cells)");
   static const std::regex trtllm(R"(Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9]+)\))");
+  static const std::regex not_enough(
+      R"(max seq len \(([0-9]+)\), \(([0-9.]+) GiB KV cache is needed.*available KV cache memory \((-?[0-9.]+) GiB\))");
+  static const std::regex estimated(R"(estimated maximum model length is ([0-9]+))");
+  static const std::regex v0_max_tokens(
+      R"(maximum number of tokens that can be stored in KV cache \(([0-9]+)\))");
+  static const std::regex trt_bytes(R"(Allocate ([0-9]+) bytes for k/v cache)");
+  static const std::regex trt_tokens(R"(Using ([0-9]+) tokens in paged KV cache)");
 
   EngineLogFigures out;
   std::size_t start = 0;
@@ -129,6 +143,33 @@ EngineLogFigures read_engine_log(std::string_view text) {
     if (std::regex_search(line, m, trtllm)) {
       out.available_kv_gib = number_of(m[1]);
       out.kv_tokens = digits_of(m[2]);
+      set_engine(out, "trtllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, not_enough)) {
+      out.max_model_len = digits_of(m[1]);
+      out.kv_needed_gib = number_of(m[2]);
+      out.available_kv_gib = number_of(m[3]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, estimated)) {
+      out.estimated_max_model_len = digits_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, v0_max_tokens)) {
+      out.kv_tokens = digits_of(m[1]);
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, trt_bytes)) {
+      out.available_kv_gib = static_cast<double>(digits_of(m[1])) / (1024.0 * 1024.0 * 1024.0);
+      set_engine(out, "trtllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, trt_tokens)) {
+      out.kv_tokens = digits_of(m[1]);
       set_engine(out, "trtllm");
       matched = true;
     }
