@@ -46,6 +46,10 @@ void add_output_options(CLI::App& command, CliState& state) {
       ->check(output_target("--output"));
 }
 
+// cli/cmd_explain.cpp (issue #13); declared here rather than in commands.hpp, which the
+// other commands' files all include.
+void add_explain_command(CLI::App& app, CliState& state);
+
 int run_cli(int argc, const char* const* argv) {
   CliState state;
   CLI::App app{
@@ -67,6 +71,7 @@ int run_cli(int argc, const char* const* argv) {
   add_probe_command(app, state);
   add_gates_command(app, state);
   add_cliff_command(app, state);
+  add_explain_command(app, state);
 
   // Help and version text go to stdout as well: checked like any output.
   const auto finish_help = [](int code) {

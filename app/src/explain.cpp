@@ -1,0 +1,293 @@
+// The explain use case (kvsight/app/explain.hpp).
+#include "kvsight/app/explain.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "kvsight/error.hpp"
+
+namespace kvsight::app {
+
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+double gib_of(std::uint64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+
+std::uint64_t bytes_of_gib(double gib) { return static_cast<std::uint64_t>(std::llround(gib * kGiB)); }
+
+// The assumption an engine recorded under `name` ("activation peak"), if any.
+const Assumption* find_assumption(const PlanResult& result, const std::string& name) {
+  for (const Assumption& a : result.assumptions)
+    if (a.name == name) return &a;
+  return nullptr;
+}
+
+// The leading number of an assumption's value ("1.23 GiB (...)" -> 1.23).
+std::optional<double> leading_number(const std::string& value) {
+  const char* begin = value.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  return v;
+}
+
+ExplainTerm make_term(std::string name, std::string replay, std::string unit, std::optional<double> logged,
+                      std::optional<double> kvsight, std::string rule, bool implied = false) {
+  ExplainTerm t;
+  t.name = std::move(name);
+  t.replay = std::move(replay);
+  t.unit = std::move(unit);
+  t.logged = logged;
+  t.kvsight = kvsight;
+  t.rule = std::move(rule);
+  t.implied = implied;
+  return t;
+}
+
+std::string two(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f", v);
+  return buffer;
+}
+
+PlanItem replay_plan(const ExplainRequest& request, const EngineOptions& options, const std::string& gpu) {
+  PlanRequest plan;
+  plan.models = request.model;
+  plan.gpus = gpu;
+  plan.options = options;
+  plan.decode_warnings = false;
+  PlanOutcome outcome = run_plan(plan);
+  if (outcome.items.size() != 1)
+    throw InputError("--model", "explain takes one model and at most one GPU, not a list");
+  return outcome.items.front();
+}
+
+void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutcome& out) {
+  const PlanResult& r = item.result;
+  const std::string replay = "GPU and flags";
+  out.terms.push_back(make_term("weights per rank", replay, "GiB", f.weights_gib,
+                                gib_of(r.weights.bytes_per_rank),
+                                r.weights.method + " (override: --weights-gib)"));
+  const Assumption* act = find_assumption(r, "activation peak");
+  if (!act) act = find_assumption(r, "activations");
+  const Assumption* nt = find_assumption(r, "non-torch memory");
+  if (!nt) nt = find_assumption(r, "runtime overhead");
+  if (!nt) nt = find_assumption(r, "start-up overhead");
+  const Assumption* graphs = find_assumption(r, "CUDA graph memory");
+  if (act)
+    out.terms.push_back(make_term("activation peak", replay, "GiB", std::nullopt, leading_number(act->value),
+                                  act->why + " (override: --activation-gib)"));
+  if (nt)
+    out.terms.push_back(make_term(nt->name, replay, "GiB", std::nullopt, leading_number(nt->value),
+                                  nt->why + " (override: --non-torch-gib)"));
+  if (graphs)
+    out.terms.push_back(make_term("CUDA graph memory", replay, "GiB", f.cuda_graph_gib,
+                                  leading_number(graphs->value),
+                                  graphs->why + " (override: --cuda-graph-gib)"));
+  if (!r.capacity) return;
+  const Capacity& c = *r.capacity;
+  // What the log leaves for the overheads it does not print: the budget (total x
+  // utilization when the log states both) less weights, graphs and the KV memory.
+  if (f.available_kv_gib && f.weights_gib && act && nt) {
+    const double requested = (f.total_gpu_gib && f.gpu_memory_utilization)
+                                 ? *f.total_gpu_gib * *f.gpu_memory_utilization
+                                 : gib_of(c.requested_bytes);
+    const double implied = requested - *f.weights_gib - f.cuda_graph_gib.value_or(0.0) - *f.available_kv_gib;
+    ExplainTerm rest = make_term(
+        "activation + non-torch (implied)", replay, "GiB", implied,
+        leading_number(act->value).value_or(0.0) + leading_number(nt->value).value_or(0.0),
+        std::string("kvsight: activation peak + non-torch (the terms above); logged side = budget ") +
+            two(requested) + " GiB - logged weights - logged graphs - logged KV memory" +
+            ((f.total_gpu_gib && f.gpu_memory_utilization) ? " (budget from the log)"
+                                                           : " (budget from the GPU catalog)"),
+        true);
+    out.terms.push_back(rest);
+  }
+  out.terms.push_back(make_term("available KV cache memory", replay, "GiB", f.available_kv_gib,
+                                gib_of(c.available_kv_bytes),
+                                "budget " + two(gib_of(c.requested_bytes)) + " GiB - weights - overheads " +
+                                    two(gib_of(c.overhead_bytes)) + " GiB (the terms above)"));
+  std::optional<double> logged_tokens;
+  if (f.kv_tokens) logged_tokens = static_cast<double>(*f.kv_tokens);
+  out.terms.push_back(make_term("KV tokens", replay, "tokens", logged_tokens,
+                                static_cast<double>(c.kv_tokens),
+                                "available / page " + std::to_string(c.page_bytes) + " B x block size"));
+}
+
+void add_capacity_terms(const EngineLogFigures& f, const PlanItem& item, const std::string& replay,
+                        ExplainOutcome& out) {
+  const PlanResult& r = item.result;
+  if (!r.capacity) return;
+  const Capacity& c = *r.capacity;
+  const std::string blocks_rule = "floor(KV memory / page " + std::to_string(c.page_bytes) +
+                                  " B), page = block " + std::to_string(r.kv.block_size) +
+                                  " tokens x every layer of a KV cache group";
+  if (f.num_gpu_blocks)
+    out.terms.push_back(make_term("blocks", replay, "blocks", static_cast<double>(*f.num_gpu_blocks),
+                                  static_cast<double>(c.num_blocks), blocks_rule));
+  if (f.kv_tokens && replay == "given KV memory")
+    out.terms.push_back(make_term("KV tokens", replay, "tokens", static_cast<double>(*f.kv_tokens),
+                                  static_cast<double>(c.kv_tokens), blocks_rule + ", x block size"));
+  if (f.kv_needed_gib && replay == "given KV memory")
+    out.terms.push_back(make_term("KV needed at max_model_len", replay, "GiB", f.kv_needed_gib,
+                                  gib_of(r.kv.bytes_per_sequence),
+                                  "one sequence of max_model_len " + std::to_string(r.kv.context) +
+                                      " tokens in whole blocks, every KV cache group"));
+  if (f.estimated_max_model_len && replay == "given KV memory")
+    out.terms.push_back(
+        make_term("largest max_model_len", replay, "tokens", static_cast<double>(*f.estimated_max_model_len),
+                  static_cast<double>(c.largest_max_model_len),
+                  "the largest length whose blocks fit the KV memory (vLLM estimate_max_model_len)"));
+  if (f.max_concurrency)
+    out.terms.push_back(
+        make_term("max concurrency", replay, "x", f.max_concurrency, c.max_concurrency,
+                  "KV tokens / ceil(max_model_len / block) blocks per request at max_model_len " +
+                      std::to_string(c.max_model_len)));
+}
+
+// Engines whose KV memory is not an input (SGLang, TensorRT-LLM, llama.cpp): the tokens the
+// logged size holds at kvsight's bytes per token.
+void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutcome& out) {
+  const PlanResult& r = item.result;
+  const double per_token = static_cast<double>(r.kv.bytes_per_token);
+  if (per_token <= 0.0 || !f.kv_tokens) return;
+  const std::optional<double> size = f.kv_size_gib ? f.kv_size_gib : f.available_kv_gib;
+  if (!size) return;
+  out.terms.push_back(make_term(
+      "KV tokens", "given KV memory", "tokens", static_cast<double>(*f.kv_tokens),
+      std::floor(*size * kGiB / per_token),
+      "logged KV size / " + std::to_string(r.kv.bytes_per_token) + " B per token (per rank, every layer)"));
+  out.terms.push_back(make_term("bytes per token (implied)", "given KV memory", "B",
+                                *size * kGiB / static_cast<double>(*f.kv_tokens), per_token,
+                                "the model's KV layers at the KV dtype, per rank"));
+  out.terms.back().implied = true;
+}
+
+std::string figure_text(double v, const std::string& unit) {
+  if (unit == "GiB" || unit == "x") return two(v);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.0f", v);
+  return buffer;
+}
+
+void pick_largest(ExplainOutcome& out) {
+  // Memory terms first (they explain the budget); else the largest relative difference.
+  // The first comparable term is taken even when it agrees exactly, so a log that kvsight
+  // reproduces still names the term compared.
+  double best = -1.0;
+  for (std::size_t i = 0; i < out.terms.size(); ++i) {
+    const ExplainTerm& t = out.terms[i];
+    if (t.unit != "GiB" || t.name == "available KV cache memory" || !t.difference()) continue;
+    if (std::fabs(*t.difference()) > best) {
+      best = std::fabs(*t.difference());
+      out.largest = i;
+    }
+  }
+  if (!out.largest || best == 0.0) {
+    for (std::size_t i = 0; i < out.terms.size(); ++i) {
+      const ExplainTerm& t = out.terms[i];
+      if (!t.relative()) continue;
+      if (std::fabs(*t.relative()) > best || !out.largest) {
+        best = std::fabs(*t.relative());
+        out.largest = i;
+      }
+    }
+  }
+  if (!out.largest) {
+    out.largest_summary = "no term is both logged and computed: give --gpu to replay the budget";
+    return;
+  }
+  const ExplainTerm& t = out.terms[*out.largest];
+  const double d = *t.difference();
+  std::string line = "largest difference: " + t.name + " (" + t.replay + "): kvsight " +
+                     figure_text(*t.kvsight, t.unit) + " " + t.unit + " against " +
+                     (t.implied ? "an implied " : "a logged ") + figure_text(*t.logged, t.unit) + " " +
+                     t.unit + " (" + (d >= 0 ? "+" : "") + figure_text(d, t.unit) + " " + t.unit;
+  if (t.relative())
+    line += ", " + std::string(*t.relative() >= 0 ? "+" : "") + two(*t.relative() * 100.0) + " %";
+  line += "); rule: " + t.rule;
+  out.largest_summary = line;
+}
+
+}  // namespace
+
+ExplainOutcome run_explain(const ExplainRequest& request) {
+  ExplainOutcome out;
+  out.figures = read_engine_log(request.log_text);
+  const EngineLogFigures& f = out.figures;
+  if (f.engine.empty())
+    throw InputError("--log", request.log_name +
+                                  " holds no start-up line kvsight reads (vLLM, SGLang, llama.cpp, "
+                                  "TensorRT-LLM lines: docs/reference/engine-versions.md \"Log lines\")");
+  if (request.model.empty())
+    throw InputError("--model",
+                     "is required: give the model the log came from (catalog id, HF id or config.json)");
+
+  EngineOptions options = request.options;
+  if (!request.engine_given) {
+    options.engine = f.engine;
+    out.inputs_from_log.push_back("engine " + f.engine + " (the lines the log holds)");
+  } else if (options.engine != f.engine) {
+    out.notes.push_back("the log's lines are " + f.engine + "'s; --engine " + options.engine + " replays it");
+  }
+  if (f.max_model_len && !options.max_model_len) {
+    options.max_model_len = *f.max_model_len;
+    out.inputs_from_log.push_back("max_model_len " + std::to_string(*f.max_model_len) +
+                                  " (\"Maximum concurrency for N tokens per request\")");
+  }
+  if (f.gpu_memory_utilization && !options.gpu_memory_utilization) {
+    options.gpu_memory_utilization = *f.gpu_memory_utilization;
+    out.inputs_from_log.push_back("gpu_memory_utilization " + two(*f.gpu_memory_utilization) +
+                                  " (V0 \"Memory profiling results\")");
+  }
+  std::string gpu = request.gpu;
+  if (gpu.empty() && !options.gpu_memory_bytes && f.total_gpu_gib) {
+    options.gpu_memory_bytes = bytes_of_gib(*f.total_gpu_gib);
+    out.inputs_from_log.push_back("GPU total " + two(*f.total_gpu_gib) + " GiB (V0 total_gpu_memory)");
+  }
+  if (f.engine == "llamacpp" && f.kv_tokens && !options.ctx_size) {
+    options.ctx_size = *f.kv_tokens;
+    out.inputs_from_log.push_back("n_ctx " + std::to_string(*f.kv_tokens) +
+                                  " cells (llama_kv_cache size line)");
+  }
+
+  // Replay 1: the KV memory the log states (vLLM takes it as --kv-cache-memory-bytes).
+  if (options.engine == "vllm" && f.available_kv_gib && *f.available_kv_gib > 0.0) {
+    EngineOptions given = options;
+    given.kv_cache_memory_bytes = bytes_of_gib(*f.available_kv_gib);
+    given.gpu_memory_bytes.reset();
+    out.given_memory = replay_plan(request, given, "");
+    add_capacity_terms(f, *out.given_memory, "given KV memory", out);
+  } else if (options.engine != "vllm") {
+    EngineOptions shape = options;
+    shape.gpu_memory_bytes.reset();
+    out.given_memory = replay_plan(request, shape, "");
+    add_size_terms(f, *out.given_memory, out);
+  }
+  // Replay 2: GPU and flags only.
+  if (!gpu.empty() || options.gpu_memory_bytes) {
+    EngineOptions budget = options;
+    budget.kv_cache_memory_bytes.reset();
+    out.gpu_only = replay_plan(request, budget, gpu);
+    add_memory_terms(f, *out.gpu_only, out);
+    add_capacity_terms(f, *out.gpu_only, "GPU and flags", out);
+  } else {
+    out.notes.push_back(
+        "no --gpu and no GPU total in the log: the budget (weights, overheads, available KV) "
+        "is not replayed");
+  }
+  const PlanItem* any = out.gpu_only ? &*out.gpu_only : (out.given_memory ? &*out.given_memory : nullptr);
+  out.engine = options.engine;
+  if (any) {
+    out.engine = any->result.engine;
+    out.engine_version = any->result.engine_version;
+  }
+  pick_largest(out);
+  return out;
+}
+
+}  // namespace kvsight::app

@@ -1,0 +1,227 @@
+// kvsight explain --log: public start-up log excerpts (tests/fixtures/logs/, each naming its
+// source) reconciled term by term with kvsight. Expected figures are the logged ones, read
+// off the log text, and kvsight's derived by hand in each test.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "kvsight/app/explain.hpp"
+#include "kvsight/error.hpp"
+#include "test_support.hpp"
+
+namespace kvsight {
+namespace {
+
+std::string fixture_path(const std::string& name) {
+  return std::string(KVSIGHT_SOURCE_DIR) + "/tests/fixtures/logs/" + name;
+}
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(fixture_path(name));
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_FALSE(s.str().empty()) << name;
+  return s.str();
+}
+
+app::ExplainRequest request_for(const std::string& log, const std::string& model) {
+  app::ExplainRequest r;
+  r.log_name = log;
+  r.log_text = fixture(log);
+  r.model = model;
+  return r;
+}
+
+const app::ExplainTerm* term(const app::ExplainOutcome& out, const std::string& name,
+                             const std::string& replay) {
+  for (const app::ExplainTerm& t : out.terms)
+    if (t.name == name && t.replay == replay) return &t;
+  return nullptr;
+}
+
+// The named term is the memory term with the largest |difference| when there is one, else
+// the term with the largest relative difference.
+void expect_largest_is_the_largest(const app::ExplainOutcome& out) {
+  ASSERT_TRUE(out.largest.has_value()) << out.largest_summary;
+  const app::ExplainTerm& named = out.terms[*out.largest];
+  EXPECT_NE(out.largest_summary.find(named.name), std::string::npos);
+  if (named.unit == "GiB") {
+    for (const app::ExplainTerm& t : out.terms) {
+      if (t.unit == "GiB" && t.name != "available KV cache memory" && t.difference()) {
+        EXPECT_LE(std::fabs(*t.difference()), std::fabs(*named.difference())) << t.name;
+      }
+    }
+  } else {
+    for (const app::ExplainTerm& t : out.terms) {
+      EXPECT_FALSE(t.unit == "GiB" && t.name != "available KV cache memory" && t.difference() &&
+                   *t.difference() != 0.0)
+          << t.name;
+      if (t.relative()) {
+        EXPECT_LE(std::fabs(*t.relative()), std::fabs(*named.relative())) << t.name;
+      }
+    }
+  }
+}
+
+// LMCache #1739, Qwen3-14B: "Available KV cache memory: 6.51 GiB", "GPU KV cache size:
+// 42,656 tokens", "Maximum concurrency for 32,768 tokens per request: 1.30x".
+TEST(Explain, Lmcache1739GivenMemoryMatchesTheTokens) {
+  app::ExplainRequest r = request_for("vllm-lmcache-1739.log", fixture_path("qwen3-14b.config.json"));
+  r.options.engine_version = "0.11.0";
+  const app::ExplainOutcome out = app::run_explain(r);
+  EXPECT_EQ(out.engine, "vllm");
+  ASSERT_TRUE(out.given_memory.has_value());
+  EXPECT_FALSE(out.gpu_only.has_value());                               // no --gpu, no GPU total in the log
+  EXPECT_EQ(out.given_memory->result.capacity->max_model_len, 32768u);  // taken from the log
+  const app::ExplainTerm* tokens = term(out, "KV tokens", "given KV memory");
+  ASSERT_NE(tokens, nullptr);
+  // 6.51 x 2^30 B / (16 x 40 x 2 x 8 x 128 x 2 B) = 2,666.5 -> 2,666 blocks x 16 = 42,656.
+  EXPECT_EQ(*tokens->logged, 42656.0);
+  EXPECT_EQ(*tokens->kvsight, 42656.0);
+  const app::ExplainTerm* conc = term(out, "max concurrency", "given KV memory");
+  ASSERT_NE(conc, nullptr);
+  EXPECT_DOUBLE_EQ(*conc->logged, 1.30);
+  EXPECT_DOUBLE_EQ(*conc->kvsight, 42656.0 / 32768.0);  // 1.3018
+  // Tokens agree exactly; the concurrency differs by the log's 2-decimal rounding: named.
+  EXPECT_EQ(out.terms[*out.largest].name, "max concurrency");
+  expect_largest_is_the_largest(out);
+}
+
+// vLLM recipes PR #12 (last line of the excerpt): 62.00 GiB needed at 262,144, 55.65 GiB
+// available, estimated maximum model length 235296.
+TEST(Explain, Recipes12LargestLengthFromTheErrorLine) {
+  app::ExplainRequest r =
+      request_for("vllm-recipes-12.log", fixture_path("qwen3-coder-480b-a35b.config.json"));
+  r.options.engine_version = "0.10.1";
+  const app::ExplainOutcome out = app::run_explain(r);
+  const app::ExplainTerm* needed = term(out, "KV needed at max_model_len", "given KV memory");
+  ASSERT_NE(needed, nullptr);
+  EXPECT_DOUBLE_EQ(*needed->logged, 62.00);
+  // 262,144 x 62 x 2 x 8 x 128 x 2 B = 66,571,993,088 B = 62.00 GiB exactly.
+  EXPECT_DOUBLE_EQ(*needed->kvsight, 62.0);
+  const app::ExplainTerm* longest = term(out, "largest max_model_len", "given KV memory");
+  ASSERT_NE(longest, nullptr);
+  EXPECT_EQ(*longest->logged, 235296.0);
+  // 55.65 x 2^30 / (16 x 253,952 B) = 14,705.97 -> 14,705 blocks x 16 = 235,280.
+  EXPECT_EQ(*longest->kvsight, 235280.0);
+  EXPECT_EQ(out.terms[*out.largest].name, "largest max_model_len");
+  expect_largest_is_the_largest(out);
+}
+
+// vLLM #10517 (20k): V0 profile line total_gpu_memory=23.58GiB, kv_cache_size=3.81GiB,
+// gpu_memory_utilization=0.90, weights 14.9888 GB, 1952 blocks, 1.56x at 20000.
+TEST(Explain, Issue10517BudgetTermByTerm) {
+  app::ExplainRequest r = request_for("vllm-10517-20k.log", "llama-3.1-8b");
+  r.gpu = "rtx3090";
+  r.options.engine_version = "0.6.4";
+  const app::ExplainOutcome out = app::run_explain(r);
+  ASSERT_TRUE(out.given_memory && out.gpu_only);
+  const app::ExplainTerm* blocks = term(out, "blocks", "given KV memory");
+  ASSERT_NE(blocks, nullptr);
+  EXPECT_EQ(*blocks->logged, 1952.0);
+  EXPECT_EQ(*blocks->kvsight, 1950.0);  // 3.81 x 2^30 / (16 x 131,072 B) = 1,950.7
+  const app::ExplainTerm* weights = term(out, "weights per rank", "GPU and flags");
+  ASSERT_NE(weights, nullptr);
+  EXPECT_DOUBLE_EQ(*weights->logged, 14.9888);
+  const app::ExplainTerm* rest = term(out, "activation + non-torch (implied)", "GPU and flags");
+  ASSERT_NE(rest, nullptr);
+  EXPECT_TRUE(rest->implied);
+  // 23.58 x 0.90 - 14.9888 - 0 (no graph line) - 3.81 = 2.4232 GiB (the log's own
+  // peak_torch 17.06 - 14.99 + non_torch 0.35 = 2.42).
+  EXPECT_NEAR(*rest->logged, 2.4232, 1e-9);
+  const app::ExplainTerm* available = term(out, "available KV cache memory", "GPU and flags");
+  ASSERT_NE(available, nullptr);
+  EXPECT_DOUBLE_EQ(*available->logged, 3.81);
+  // The budget terms were replayed: the named term is a memory term.
+  EXPECT_EQ(out.terms[*out.largest].unit, "GiB");
+  expect_largest_is_the_largest(out);
+}
+
+// TensorRT-LLM #224: "Using 10718 tokens in paged KV cache" for llama-2-7b on an A10 at
+// kv_cache_free_gpu_mem_fraction 0.95: the tokens are the only logged figure, so the named
+// term is the token count of the GPU-and-flags replay (the engine buffers kvsight lacks).
+TEST(Explain, Trtllm224NamesTheTokenCount) {
+  app::ExplainRequest r = request_for("trtllm-224.log", fixture_path("llama-2-7b.config.json"));
+  r.gpu = "a10g";
+  r.options.free_gpu_memory_fraction = 0.95;
+  r.options.block_size = 16;
+  const app::ExplainOutcome out = app::run_explain(r);
+  EXPECT_EQ(out.engine, "trtllm");
+  const app::ExplainTerm* tokens = term(out, "KV tokens", "GPU and flags");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_EQ(*tokens->logged, 10718.0);
+  EXPECT_GT(*tokens->relative(), 0.3);  // docs/fidelity.md row 16: +51 %
+  EXPECT_EQ(out.terms[*out.largest].name, "KV tokens");
+  expect_largest_is_the_largest(out);
+}
+
+// TensorRT-LLM #1400: "Allocate 69524783104 bytes for k/v cache", "Using 132608 tokens".
+TEST(Explain, Trtllm1400TokensFromTheBytes) {
+  app::ExplainRequest r = request_for("trtllm-1400.log", fixture_path("llama-2-7b.config.json"));
+  const app::ExplainOutcome out = app::run_explain(r);
+  const app::ExplainTerm* tokens = term(out, "KV tokens", "given KV memory");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_EQ(*tokens->logged, 132608.0);
+  EXPECT_EQ(*tokens->kvsight, 132608.0);  // 69,524,783,104 / 524,288 B
+  const app::ExplainTerm* per_token = term(out, "bytes per token (implied)", "given KV memory");
+  ASSERT_NE(per_token, nullptr);
+  EXPECT_DOUBLE_EQ(*per_token->logged, 524288.0);
+  EXPECT_DOUBLE_EQ(*per_token->kvsight, 524288.0);
+}
+
+TEST(Explain, ALogWithoutAKnownLineIsBadInput) {
+  app::ExplainRequest r;
+  r.log_name = "empty.log";
+  r.log_text = "INFO nothing here\n";
+  r.model = "llama-3.1-8b";
+  try {
+    app::run_explain(r);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "--log");
+  }
+}
+
+TEST(Explain, CliJsonNamesTheLargestTerm) {
+  const test::CliRun run = test::run_kvsight({"explain", "--log", fixture_path("vllm-lmcache-1739.log"),
+                                              "--model", fixture_path("qwen3-14b.config.json"),
+                                              "--engine-version", "0.11.0", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["largest_difference"], "max concurrency (given KV memory)");
+  EXPECT_EQ(j["engine"], "vllm");
+}
+
+// Without --engine the log's engine applies, so TensorRT-LLM's own flags are accepted.
+TEST(Explain, CliTakesTheLogsEngineFlags) {
+  const test::CliRun run = test::run_kvsight(
+      {"explain", "--log", fixture_path("trtllm-224.log"), "--model", fixture_path("llama-2-7b.config.json"),
+       "--gpu", "a10g", "--free-gpu-memory-fraction", "0.95", "--block-size", "16", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["engine"], "trtllm");
+  EXPECT_EQ(j["largest_difference"], "KV tokens (GPU and flags)");
+}
+
+// Every logged term agrees (69,524,783,104 B / 524,288 B = 132,608 tokens): the term compared
+// is still named.
+TEST(Explain, AnExactReplayStillNamesTheTerm) {
+  const app::ExplainOutcome out =
+      app::run_explain(request_for("trtllm-1400.log", fixture_path("llama-2-7b.config.json")));
+  ASSERT_TRUE(out.largest.has_value());
+  EXPECT_EQ(*out.terms[*out.largest].difference(), 0.0);
+  EXPECT_NE(out.largest_summary.find("KV tokens"), std::string::npos) << out.largest_summary;
+}
+
+TEST(Explain, CliRefusesAMissingModelWithExit2) {
+  const test::CliRun run = test::run_kvsight({"explain", "--log", fixture_path("vllm-lmcache-1739.log")});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--model"), std::string::npos) << run.err;
+}
+
+}  // namespace
+}  // namespace kvsight
