@@ -173,6 +173,27 @@ TEST(Explain, Trtllm1400TokensFromTheBytes) {
   EXPECT_DOUBLE_EQ(*per_token->kvsight, 524288.0);
 }
 
+// vLLM #13061 (V0 0.7.x, TP 2 on 2 x RTX 4090): "Loading model weights took 13.9476 GB" and
+// "... maximum number of tokens that can be stored in KV cache (81536)". The activation the
+// reporter quotes (0.19 GiB) is in no line the reader knows, so the named term is the weights:
+// 13.9476 logged against kvsight's shapes estimate.
+TEST(Explain, Issue13061NamesTheWeights) {
+  app::ExplainRequest r =
+      request_for("vllm-13061.log", fixture_path("deepseek-r1-distill-qwen-14b.config.json"));
+  r.gpu = "rtx4090";
+  r.options.tp = 2;
+  r.options.gpu_memory_utilization = 0.98;
+  r.options.engine_version = "0.7.2";
+  const app::ExplainOutcome out = app::run_explain(r);
+  EXPECT_EQ(out.figures.kv_tokens.value_or(0), 81536u);
+  const app::ExplainTerm* tokens = term(out, "KV tokens", "GPU and flags");
+  ASSERT_NE(tokens, nullptr);
+  EXPECT_EQ(*tokens->logged, 81536.0);
+  EXPECT_EQ(out.terms[*out.largest].name, "weights per rank");
+  EXPECT_DOUBLE_EQ(*out.terms[*out.largest].logged, 13.9476);
+  expect_largest_is_the_largest(out);
+}
+
 TEST(Explain, ALogWithoutAKnownLineIsBadInput) {
   app::ExplainRequest r;
   r.log_name = "empty.log";
