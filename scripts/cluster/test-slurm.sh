@@ -32,7 +32,9 @@ fi
 [[ -x "$kvsight" ]] || fail "no kvsight binary at $kvsight (build first)"
 # The job runs kvsight preflight for real; without that command there is nothing to test,
 # and a report is never faked.
-if ! "$kvsight" preflight --help >/dev/null 2>&1; then
+# (CLI11 answers `--help` after an unknown word with the top-level help and exit 0, so the
+# usage line must name the command.)
+if ! "$kvsight" preflight --help 2>/dev/null | grep -q "^Usage: kvsight preflight"; then
   fail "$kvsight has no working 'preflight' command (issue #10, kvsight preflight, not in this build): the Slurm job would write no report"
 fi
 [[ $(id -u) -eq 0 ]] || fail "must run as root (slurmd starts job steps as the submitting user)"
