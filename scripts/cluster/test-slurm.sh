@@ -34,7 +34,8 @@ fi
 # and a report is never faked.
 # (CLI11 answers `--help` after an unknown word with the top-level help and exit 0, so the
 # usage line must name the command.)
-if ! "$kvsight" preflight --help 2>/dev/null | grep -q "^Usage: kvsight preflight"; then
+preflight_help=$("$kvsight" preflight --help 2>/dev/null) || preflight_help=""
+if ! grep -q "^Usage: kvsight preflight" <<<"$preflight_help"; then
   fail "$kvsight has no working 'preflight' command (issue #10, kvsight preflight, not in this build): the Slurm job would write no report"
 fi
 [[ $(id -u) -eq 0 ]] || fail "must run as root (slurmd starts job steps as the submitting user)"
