@@ -230,8 +230,7 @@ void run_fit(FitArgs& args, CliState& state) {
   for (const auto& r : outcome.refused_options)
     text += "refused for this model: " + r.value + ": " + r.reason + "\n";
   for (const auto& d : outcome.duplicate_kv_cache_dtypes) text += "not searched again: " + d + "\n";
-  text += "KV figures are per GPU rank; GiB = 2^30 bytes; headroom = max concurrency / " +
-          std::to_string(outcome.concurrency) + " - 1.\n";
+  text += "KV figures are per GPU rank; GiB = 2^30 bytes; headroom = KV available / KV needed - 1.\n";
   emit(state, text);
 }
 

@@ -172,8 +172,10 @@ TEST(Fit, OrderIsFewestGpusThenMostHeadroom) {
     }
   }
   for (const auto& c : outcome.accepted) {
-    // Headroom = max concurrency / 64 - 1 >= 0 for a configuration that fits.
-    EXPECT_DOUBLE_EQ(c.headroom, c.max_concurrency / 64.0 - 1.0);
+    // Headroom = KV available / KV needed - 1 >= 0 for a configuration that fits, and at
+    // least the spare share of sequences (max concurrency counts whole blocks only).
+    EXPECT_DOUBLE_EQ(c.headroom, double(c.available_kv_bytes) / double(c.needed_kv_bytes) - 1.0);
+    EXPECT_GE(c.headroom + 1e-12, c.max_concurrency / 64.0 - 1.0);
     EXPECT_GE(c.headroom, 0.0);
     EXPECT_GE(c.available_kv_bytes, c.needed_kv_bytes);
     EXPECT_TRUE(c.reasons.empty());
@@ -255,6 +257,12 @@ TEST(Fit, EnginesWithoutTensorParallelSearchOneGpu) {
   EXPECT_EQ(outcome.accepted[0].tp, 1u);
   EXPECT_EQ(outcome.accepted[0].pp, 1u);
   EXPECT_TRUE(outcome.rejected.empty());
+  // Its concurrency is the slot count (4 whenever it fits); the headroom is in bytes:
+  // needed 4 x 4,096 x 131,072 B = 2 GiB; available >= 150.02e9 (no utilization cap) -
+  // 16.06e9 of weights - 2 GiB (compute buffer + runtime, overheads.md) = 131.81e9 -> > 60x.
+  EXPECT_EQ(outcome.accepted[0].needed_kv_bytes, 2ull << 30);
+  EXPECT_GT(outcome.accepted[0].headroom,
+            (150.02e9 - 16.06e9 - 2.0 * (1 << 30)) / double(2ull << 30) - 1.0 - 1e-9);
 }
 
 TEST(Fit, BadInputNamesTheFlag) {

@@ -164,7 +164,13 @@ FitCandidate evaluate(const FitRequest& request, const EngineSetup& setup, const
   if (r.capacity) {
     candidate.available_kv_bytes = r.capacity->available_kv_bytes;
     candidate.max_concurrency = r.capacity->max_concurrency;
-    candidate.headroom = r.capacity->max_concurrency / static_cast<double>(request.concurrency) - 1.0;
+    // Headroom in bytes, not in sequences: an engine whose concurrency is its slot count
+    // (llama.cpp --parallel) reports N exactly whenever it fits; the KV bytes it leaves free
+    // still say how much room there is. For vLLM the two agree up to block rounding.
+    if (candidate.needed_kv_bytes > 0)
+      candidate.headroom =
+          static_cast<double>(candidate.available_kv_bytes) / static_cast<double>(candidate.needed_kv_bytes) -
+          1.0;
     if (!item.fits) candidate.reasons.push_back(rejection_for_capacity(request, item));
   } else {
     candidate.reasons.push_back("the plan computed no capacity for " + gpu.id);

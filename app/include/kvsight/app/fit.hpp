@@ -55,7 +55,7 @@ struct FitCandidate {
   std::uint64_t available_kv_bytes = 0;  // what the engine gives to KV (min over ranks)
   std::uint64_t weights_bytes_per_rank = 0;
   double max_concurrency = 0.0;  // sequences of L tokens the KV cache holds
-  double headroom = 0.0;         // max_concurrency / N - 1: spare share of the request
+  double headroom = 0.0;         // available / needed KV bytes - 1: the spare share
 };
 
 struct RefusedOption {

@@ -43,6 +43,7 @@ PlanOutcome run_plan(const PlanRequest& request);
 
 // One model on one GPU (or none) under an engine already set up: what run_plan computes
 // for each pair. fit (app/src/fit.cpp) calls it once per candidate configuration.
-PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSpec* gpu, bool decode_warnings);
+PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSpec* gpu,
+                   bool decode_warnings);
 
 }  // namespace kvsight::app
