@@ -291,6 +291,9 @@ TEST(Fit, BadInputNamesTheFlag) {
   r = llama_request();
   r.max_gpus = 0;
   EXPECT_EQ(field_of(r), "--max-gpus");
+  r = llama_request();
+  r.concurrency = UINT64_MAX;  // x 32,768 tokens x 131,072 B: far beyond 2^64 bytes
+  EXPECT_EQ(field_of(r), "--concurrency");
 }
 
 TEST(FitCli, JsonExitCodesAndRefusedFlags) {

@@ -235,7 +235,14 @@ FitOutcome run_fit(const FitRequest& request) {
     // input in the overrides or an overflowing request stops here with exit 2.
     const EngineSetup baseline = setup_engine(asked);
     (void)startup_checks(baseline, model, nullptr);
-    outcome.engine_version = baseline.engine->plan(model, nullptr, baseline.options).engine_version;
+    try {
+      outcome.engine_version = baseline.engine->plan(model, nullptr, baseline.options).engine_version;
+    } catch (const OverflowError& e) {
+      // N sequences of L tokens whose bytes do not fit in 64 bits: say it with fit's flags.
+      throw OverflowError("--concurrency", std::to_string(request.concurrency) + " sequences of --context " +
+                                               std::to_string(request.context) +
+                                               " tokens overflow: " + e.what());
+    }
   }
 
   // KV cache types: the engine's list (or the requested one, checked against it), one per
