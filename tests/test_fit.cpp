@@ -316,6 +316,15 @@ TEST(FitCli, JsonExitCodesAndRefusedFlags) {
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--tp"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("--max-gpus"), std::string::npos) << run.err;
+  // CSV: one row per candidate, accepted first; 1 GPU kind x TP 1..8 with PP up to 8 / TP
+  // (8 + 4 + 2 + 2 + 1 + 1 + 1 + 1 = 20 pairs) x 1 KV type = 20 rows after the header.
+  run = test::run_kvsight({"fit", "--model", "llama-3.1-8b", "--concurrency", "64", "--context", "32K",
+                           "--gpus", "h200", "--kv-cache-dtypes", "nvfp4", "--format", "csv"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out.rfind("fits,gpu,tp,pp,gpus,kv_cache_dtype,block_size,", 0), 0u) << run.out;
+  EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 21);
+  EXPECT_EQ(run.out.find("\ntrue,h200,1,1,1,nvfp4,16,1207959552,77309411328,"), run.out.find('\n'))
+      << run.out;  // 32,768 x 36,864 B = 1,207,959,552 B per sequence; x 64 = 77,309,411,328
   run = test::run_kvsight({"fit", "--model", "llama-3.1-8b", "--concurrency", "-1", "--context", "32K"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--concurrency"), std::string::npos) << run.err;
