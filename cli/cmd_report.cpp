@@ -10,14 +10,14 @@ namespace kvsight::cli {
 
 namespace {
 
-nlohmann::json opt(const std::optional<double>& v) {
+nlohmann::json json_or_null(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
-nlohmann::json opt(const std::optional<std::uint64_t>& v) {
+nlohmann::json json_or_null(const std::optional<std::uint64_t>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-std::string num(const std::optional<double>& v, double scale, int digits) {
+std::string merge_number(const std::optional<double>& v, double scale, int digits) {
   return v ? fixed(*v / scale, digits) : "-";
 }
 
@@ -40,13 +40,13 @@ void run_merge(const std::string& directory, CliState& state) {
                        {"device", n.device},
                        {"device_count", n.device_count},
                        {"driver_version", n.driver_version},
-                       {"memory_free_bytes", opt(n.memory_free_bytes)},
+                       {"memory_free_bytes", json_or_null(n.memory_free_bytes)},
                        {"memory_used_by_others_bytes", n.memory_used_by_others_bytes},
                        {"other_processes", n.other_processes},
-                       {"bandwidth_bytes_per_s", opt(n.bandwidth_bytes_per_s)},
-                       {"decode_32k_engine_path_us", opt(n.decode_engine_path_us)},
-                       {"decode_32k_split_us", opt(n.decode_split_us)},
-                       {"max_concurrency", opt(n.max_concurrency)},
+                       {"bandwidth_bytes_per_s", json_or_null(n.bandwidth_bytes_per_s)},
+                       {"decode_32k_engine_path_us", json_or_null(n.decode_engine_path_us)},
+                       {"decode_32k_split_us", json_or_null(n.decode_split_us)},
+                       {"max_concurrency", json_or_null(n.max_concurrency)},
                        {"node_reasons", n.node_reasons},
                        {"outlier_reasons", n.outlier_reasons}});
       if (!n.outlier_reasons.empty()) outliers.push_back({{"host", n.host}, {"reasons", n.outlier_reasons}});
@@ -56,11 +56,11 @@ void run_merge(const std::string& directory, CliState& state) {
         {"schema_read", app::kPreflightSchema},
         {"nodes", nodes},
         {"medians",
-         {{"bandwidth_bytes_per_s", opt(out.medians.bandwidth_bytes_per_s)},
-          {"memory_free_bytes", opt(out.medians.memory_free_bytes)},
-          {"decode_32k_engine_path_us", opt(out.medians.decode_engine_path_us)},
-          {"decode_32k_split_us", opt(out.medians.decode_split_us)},
-          {"max_concurrency", opt(out.medians.max_concurrency)}}},
+         {{"bandwidth_bytes_per_s", json_or_null(out.medians.bandwidth_bytes_per_s)},
+          {"memory_free_bytes", json_or_null(out.medians.memory_free_bytes)},
+          {"decode_32k_engine_path_us", json_or_null(out.medians.decode_engine_path_us)},
+          {"decode_32k_split_us", json_or_null(out.medians.decode_split_us)},
+          {"max_concurrency", json_or_null(out.medians.max_concurrency)}}},
         {"majority",
          {{"verdict", out.majority_verdict},
           {"device", out.majority_device},
@@ -112,11 +112,12 @@ void run_merge(const std::string& directory, CliState& state) {
       const std::optional<double> free =
           n.memory_free_bytes ? std::optional<double>(static_cast<double>(*n.memory_free_bytes))
                               : std::nullopt;
-      table.rows.push_back({n.host, n.device, n.driver_version, num(free, kGiB, 2),
+      table.rows.push_back({n.host, n.device, n.driver_version, merge_number(free, kGiB, 2),
                             fixed(static_cast<double>(n.memory_used_by_others_bytes) / kGiB, 2),
-                            num(n.bandwidth_bytes_per_s, 1e9, 1), num(n.decode_engine_path_us, 1, 1),
-                            num(n.decode_split_us, 1, 1), num(n.max_concurrency, 1, 2), n.verdict,
-                            n.outlier_reasons.empty() ? "" : "yes"});
+                            merge_number(n.bandwidth_bytes_per_s, 1e9, 1),
+                            merge_number(n.decode_engine_path_us, 1, 1),
+                            merge_number(n.decode_split_us, 1, 1), merge_number(n.max_concurrency, 1, 2),
+                            n.verdict, n.outlier_reasons.empty() ? "" : "yes"});
     }
   }
   if (csv) {
@@ -124,11 +125,11 @@ void run_merge(const std::string& directory, CliState& state) {
     return;
   }
   const std::optional<double> mfree = out.medians.memory_free_bytes;
-  table.rows.push_back({"(median)", out.majority_device.empty() ? "(no majority)" : out.majority_device,
-                        out.majority_driver, num(mfree, kGiB, 2), "",
-                        num(out.medians.bandwidth_bytes_per_s, 1e9, 1),
-                        num(out.medians.decode_engine_path_us, 1, 1), num(out.medians.decode_split_us, 1, 1),
-                        num(out.medians.max_concurrency, 1, 2), out.majority_verdict, ""});
+  table.rows.push_back(
+      {"(median)", out.majority_device.empty() ? "(no majority)" : out.majority_device, out.majority_driver,
+       merge_number(mfree, kGiB, 2), "", merge_number(out.medians.bandwidth_bytes_per_s, 1e9, 1),
+       merge_number(out.medians.decode_engine_path_us, 1, 1), merge_number(out.medians.decode_split_us, 1, 1),
+       merge_number(out.medians.max_concurrency, 1, 2), out.majority_verdict, ""});
   std::string text = render_table(table, format);
   text += "\nOutliers\n";
   bool any = false;

@@ -22,7 +22,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string gib_text(double bytes) {
+std::string merge_gib_text(double bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
   return buf;
@@ -156,7 +156,7 @@ NodeRow read_report(const fs::path& path) {
         else
           text += " (pid ?";
         if (p.contains("used_bytes") && p["used_bytes"].is_number())
-          text += ", " + gib_text(p["used_bytes"].get<double>());
+          text += ", " + merge_gib_text(p["used_bytes"].get<double>());
         row.other_processes.push_back(text + ")");
       }
     }
@@ -339,9 +339,9 @@ MergeOutcome merge_reports(const std::string& directory) {
     if (n.memory_used_by_others_bytes > 0) {
       std::string who;
       for (const std::string& p : n.other_processes) who += (who.empty() ? "" : ", ") + p;
-      n.outlier_reasons.push_back(
-          "memory held by other processes: " + gib_text(static_cast<double>(n.memory_used_by_others_bytes)) +
-          (who.empty() ? "" : " (" + who + ")"));
+      n.outlier_reasons.push_back("memory held by other processes: " +
+                                  merge_gib_text(static_cast<double>(n.memory_used_by_others_bytes)) +
+                                  (who.empty() ? "" : " (" + who + ")"));
     }
     if (!out.majority_verdict.empty() && n.verdict != out.majority_verdict) {
       std::string why = n.node_reasons.empty() ? "" : ": " + n.node_reasons.front();
