@@ -72,6 +72,8 @@ int run_cli(int argc, const char* const* argv) {
   add_gates_command(app, state);
   add_cliff_command(app, state);
   add_explain_command(app, state);
+  add_fit_command(app, state);
+  add_report_command(app, state);
 
   // Help and version text go to stdout as well: checked like any output.
   const auto finish_help = [](int code) {

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev googletest # unit tests (tests/)
   clang libclang-rt-14-dev # libFuzzer and sanitizer runtimes (scripts/fuzz.sh)
   hipcc libamdhip64-dev rocm-device-libs # HIP backend compile check (probes/)
+  slurmctld slurmd slurm-client munge # scripts/cluster/test-slurm.sh: a real one-node Slurm (issue #12)
+  python3-yaml python3-kubernetes # tests/test_cluster_yaml.py: the Job against the Kubernetes API models
 )
 
 # The gguf Python package (llama.cpp's gguf-py) writes the GGUF files

@@ -20,7 +20,9 @@ void add_cliff_warning(const ModelSpec& model, const GpuSpec& gpu, const EngineO
   }
 }
 
-PlanItem plan_one(const EngineSetup& setup, const ModelSpec& model, const GpuSpec* gpu, bool warnings) {
+}  // namespace
+
+PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSpec* gpu, bool warnings) {
   PlanItem item;
   item.model = model;
   if (gpu) item.gpu = *gpu;
@@ -48,8 +50,6 @@ PlanItem plan_one(const EngineSetup& setup, const ModelSpec& model, const GpuSpe
   return item;
 }
 
-}  // namespace
-
 PlanOutcome run_plan(const PlanRequest& request) {
   EngineSetup setup = setup_engine(request.options);
   if (!request.gpus.empty() && setup.options.gpu_memory_bytes)
@@ -66,12 +66,12 @@ PlanOutcome run_plan(const PlanRequest& request) {
   for (const std::string& model_id : models) {
     const ModelSpec model = resolve_model(model_id);
     if (gpus.empty()) {
-      outcome.items.push_back(plan_one(setup, model, nullptr, request.decode_warnings));
+      outcome.items.push_back(plan_item(setup, model, nullptr, request.decode_warnings));
     } else {
       for (const std::string& gpu_id : gpus) {
         // Fleet rows skip the decode-cliff check (it costs a gates evaluation per pair).
         outcome.items.push_back(
-            plan_one(setup, model, &find_gpu(gpu_id), request.decode_warnings && !outcome.fleet));
+            plan_item(setup, model, &find_gpu(gpu_id), request.decode_warnings && !outcome.fleet));
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/app/engine_setup.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/gpu.hpp"
@@ -39,5 +40,10 @@ struct PlanOutcome {
 };
 
 PlanOutcome run_plan(const PlanRequest& request);
+
+// One model on one GPU (or none) under an engine already set up: what run_plan computes
+// for each pair. fit (app/src/fit.cpp) calls it once per candidate configuration.
+PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSpec* gpu,
+                   bool decode_warnings);
 
 }  // namespace kvsight::app

@@ -1,0 +1,365 @@
+// The fit use case (kvsight/app/fit.hpp): every (GPU kind, TP, PP, KV cache type, block
+// size) a search grid offers, each planned by the plan use case under the engine's own
+// rules; the ones that hold N sequences of L tokens, fewest GPUs first, then most
+// headroom; every other one with the reason it fails. docs/reference/fleet.md "fit".
+#include "kvsight/app/fit.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "kvsight/app/engine_setup.hpp"
+#include "kvsight/app/plan.hpp"
+#include "kvsight/checked.hpp"
+#include "kvsight/error.hpp"
+#include "kvsight/footprint.hpp"
+#include "kvsight/gpu.hpp"
+
+namespace kvsight::app {
+
+namespace {
+
+// Upper bound of --max-gpus: a search grid of TP x PP pairs, each planned per GPU kind,
+// KV type and block size, must stay a sub-second search (docs/reference/fleet.md).
+constexpr std::uint32_t kMaxGpusLimit = 64;
+
+std::string gib_text(std::uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", to_gib(bytes));
+  return buf;
+}
+
+std::string two_decimals(double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", value);
+  return buf;
+}
+
+// Which option fields the engine reads (its registration, Engine::flags): fit searches
+// only what the engine has, and states the request in the engine's own terms.
+struct EngineReads {
+  bool tp = false, pp = false, block = false, kv_dtype = false, cache_k = false, cache_v = false;
+  bool max_model_len = false, ctx_size = false, parallel = false;
+};
+
+EngineReads engine_reads(const Engine& engine) {
+  EngineReads reads;
+  for (const EngineFlag& flag : engine.flags()) {
+    switch (flag.field) {
+      case OptionField::tensor_parallel_size:
+        reads.tp = true;
+        break;
+      case OptionField::pipeline_parallel_size:
+        reads.pp = true;
+        break;
+      case OptionField::block_size:
+        reads.block = true;
+        break;
+      case OptionField::kv_cache_dtype:
+        reads.kv_dtype = true;
+        break;
+      case OptionField::cache_type_k:
+        reads.cache_k = true;
+        break;
+      case OptionField::cache_type_v:
+        reads.cache_v = true;
+        break;
+      case OptionField::max_model_len:
+        reads.max_model_len = true;
+        break;
+      case OptionField::ctx_size:
+        reads.ctx_size = true;
+        break;
+      case OptionField::parallel:
+        reads.parallel = true;
+        break;
+      default:
+        break;
+    }
+  }
+  return reads;
+}
+
+// N sequences of L tokens in the engine's own options. --batch / --context are the plan
+// use case's request (the fits test is max concurrency >= batch, plan.cpp). An engine with
+// a max_model_len option serves sequences of up to L tokens; one with slots (llama.cpp
+// --parallel) serves N slots; one sized by a token pool (llama.cpp --ctx-size n_ctx shared
+// by the slots, ExLlama cache_size) needs N x L cells (docs/reference/fleet.md "fit").
+EngineOptions request_options(const FitRequest& request, const EngineReads& reads) {
+  EngineOptions options = request.options;
+  options.batch = request.concurrency;
+  options.context = request.context;
+  if (reads.max_model_len) options.max_model_len = static_cast<std::int64_t>(request.context);
+  if (reads.parallel) {
+    if (request.concurrency > UINT32_MAX)
+      throw InputError("--concurrency", "is " + std::to_string(request.concurrency) +
+                                            "; allowed: at most 4294967295 slots for this engine");
+    options.parallel = static_cast<std::uint32_t>(request.concurrency);
+  }
+  if (reads.ctx_size)
+    options.ctx_size = checked_mul(request.concurrency, request.context, "--concurrency x --context");
+  return options;
+}
+
+void set_kv_dtype(EngineOptions& options, const EngineReads& reads, const std::string& dtype) {
+  if (reads.kv_dtype) options.kv_cache_dtype = dtype;
+  if (reads.cache_k) options.cache_type_k = dtype;
+  if (reads.cache_v) options.cache_type_v = dtype;
+}
+
+std::string engine_kv_default(const EngineOptions& options, const EngineReads& reads) {
+  if (reads.kv_dtype) return options.kv_cache_dtype;
+  if (reads.cache_k) return options.cache_type_k;
+  return "";
+}
+
+std::string rejection_for_capacity(const FitRequest& request, const PlanItem& item) {
+  const Capacity& c = *item.result.capacity;
+  const std::uint64_t per_sequence = item.result.kv.bytes_per_sequence;
+  if (c.available_kv_bytes == 0)
+    return "no memory left for KV: weights " + gib_text(item.result.weights.bytes_per_rank) +
+           " + overheads " + gib_text(c.overhead_bytes) + " per rank use the engine's budget of " +
+           gib_text(c.requested_bytes);
+  std::string need = "unknown (overflow)";
+  try {
+    need = gib_text(checked_mul(request.concurrency, per_sequence, "needed KV"));
+  } catch (const OverflowError&) {
+  }
+  return std::to_string(request.concurrency) + " sequences of " + std::to_string(request.context) +
+         " tokens need " + need + " of KV per rank (" + gib_text(per_sequence) + " each); the engine gives " +
+         gib_text(c.available_kv_bytes) + ": max concurrency " + two_decimals(c.max_concurrency);
+}
+
+FitCandidate evaluate(const FitRequest& request, const EngineSetup& setup, const ModelSpec& model,
+                      const GpuSpec& gpu) {
+  const EngineOptions& o = setup.options;
+  FitCandidate candidate;
+  candidate.gpu = gpu.id;
+  candidate.tp = o.tp;
+  candidate.pp = o.pp;
+  candidate.gpu_count = o.tp * o.pp;
+  candidate.block_size_requested = o.block_size.value_or(0);
+  PlanItem item;
+  try {
+    item = plan_item(setup, model, &gpu, /*decode_warnings=*/false);
+  } catch (const InputError& e) {
+    // A configuration the engine's rules refuse for this model (a PP larger than the
+    // layers, ...): a rejected candidate, with the engine's message.
+    candidate.reasons.push_back(e.what());
+    return candidate;
+  }
+  const PlanResult& r = item.result;
+  candidate.block_size = r.kv.block_size;
+  candidate.bytes_per_sequence = r.kv.bytes_per_sequence;
+  candidate.weights_bytes_per_rank = r.weights.bytes_per_rank;
+  try {
+    candidate.needed_kv_bytes = checked_mul(request.concurrency, r.kv.bytes_per_sequence, "needed KV");
+  } catch (const OverflowError&) {
+    candidate.needed_kv_bytes = UINT64_MAX;
+  }
+  for (const std::string& refusal : item.refusals)
+    candidate.reasons.push_back(setup.engine->display_name() + " would refuse to start: " + refusal);
+  if (r.capacity) {
+    candidate.available_kv_bytes = r.capacity->available_kv_bytes;
+    candidate.max_concurrency = r.capacity->max_concurrency;
+    // Headroom in bytes, not in sequences: an engine whose concurrency is its slot count
+    // (llama.cpp --parallel) reports N exactly whenever it fits; the KV bytes it leaves free
+    // still say how much room there is. For vLLM the two agree up to block rounding.
+    if (candidate.needed_kv_bytes > 0)
+      candidate.headroom =
+          static_cast<double>(candidate.available_kv_bytes) / static_cast<double>(candidate.needed_kv_bytes) -
+          1.0;
+    if (!item.fits) candidate.reasons.push_back(rejection_for_capacity(request, item));
+  } else {
+    candidate.reasons.push_back("the plan computed no capacity for " + gpu.id);
+  }
+  candidate.fits = item.verdict == Verdict::ok && candidate.reasons.empty();
+  return candidate;
+}
+
+// The KV footprint a type gives this model, as the plan computes it (no GPU): two types
+// with the same footprint ("bfloat16" and "auto" on a bf16 model) are one candidate.
+using Footprint = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+
+Footprint footprint_of(const PlanResult& r) {
+  return {r.kv.bytes_per_token, r.kv.bytes_per_token_all_layers, r.kv.state_bytes_per_sequence,
+          r.kv.bytes_per_sequence};
+}
+
+// The message of an error without its "field: " prefix, to say it under another flag.
+std::string without_field(const InputError& e) {
+  const std::string what = e.what();
+  const std::string prefix = e.field() + ": ";
+  return !e.field().empty() && what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
+}
+
+}  // namespace
+
+FitOutcome run_fit(const FitRequest& request) {
+  if (request.concurrency == 0)
+    throw InputError("--concurrency", "is 0; allowed: a positive number of sequences");
+  if (request.context == 0) throw InputError("--context", "is 0; allowed: a positive number of tokens");
+  if (request.context > static_cast<std::uint64_t>(INT64_MAX))
+    throw InputError("--context",
+                     "is " + std::to_string(request.context) + "; allowed: at most 2^63 - 1 tokens");
+  if (request.max_gpus == 0 || request.max_gpus > kMaxGpusLimit)
+    throw InputError("--max-gpus", "is " + std::to_string(request.max_gpus) + "; allowed: 1 to " +
+                                       std::to_string(kMaxGpusLimit));
+
+  // The engine as the request names it, checked once: an unknown engine or a bad
+  // override is bad input (exit 2), never a rejected candidate.
+  const EngineSetup base = setup_engine(request.options);
+  const EngineReads reads = engine_reads(*base.engine);
+  const ModelSpec model = resolve_model(request.model);
+  std::vector<std::string> gpus;
+  try {
+    gpus = expand_gpu_list(request.gpus.empty() ? "all" : request.gpus);
+  } catch (const InputError& e) {
+    if (e.field() != "--gpu") throw;
+    throw InputError("--gpus", without_field(e));
+  }
+
+  const EngineOptions asked = request_options(request, reads);
+  FitOutcome outcome;
+  outcome.engine = base.engine->name();
+  outcome.engine_display = base.engine->display_name();
+  outcome.model = model;
+  outcome.concurrency = request.concurrency;
+  outcome.context = request.context;
+  outcome.max_gpus = request.max_gpus;
+  outcome.gpus = gpus;
+  {
+    // The baseline (TP 1, PP 1, the engine's defaults, no GPU) outside any candidate: bad
+    // input in the overrides or an overflowing request stops here with exit 2.
+    const EngineSetup baseline = setup_engine(asked);
+    (void)startup_checks(baseline, model, nullptr);
+    try {
+      outcome.engine_version = baseline.engine->plan(model, nullptr, baseline.options).engine_version;
+    } catch (const OverflowError& e) {
+      // N sequences of L tokens whose bytes do not fit in 64 bits: say it with fit's flags.
+      throw OverflowError("--concurrency", std::to_string(request.concurrency) + " sequences of --context " +
+                                               std::to_string(request.context) +
+                                               " tokens overflow: " + e.what());
+    }
+  }
+
+  // KV cache types: the engine's list (or the requested one, checked against it), one per
+  // distinct footprint.
+  std::vector<std::string> dtypes = request.kv_cache_dtypes;
+  if (dtypes.empty() && (reads.kv_dtype || reads.cache_k)) dtypes = base.engine->kv_cache_dtypes();
+  if (dtypes.empty()) dtypes.push_back(engine_kv_default(asked, reads));
+  if (!request.kv_cache_dtypes.empty()) {
+    for (const std::string& dtype : dtypes) {
+      EngineOptions o = asked;
+      set_kv_dtype(o, reads, dtype);
+      try {
+        base.engine->check_options(o);
+      } catch (const InputError& e) {
+        throw InputError("--kv-cache-dtypes", without_field(e));
+      }
+    }
+  }
+  std::vector<std::string> searched_dtypes;
+  std::map<Footprint, std::string> seen_footprints;
+  for (const std::string& dtype : dtypes) {
+    EngineOptions o = asked;
+    set_kv_dtype(o, reads, dtype);
+    try {
+      const EngineSetup setup = setup_engine(o);
+      const Footprint f = footprint_of(setup.engine->plan(model, nullptr, setup.options));
+      auto [it, inserted] = seen_footprints.emplace(f, dtype);
+      if (!inserted) {
+        outcome.duplicate_kv_cache_dtypes.push_back(dtype + " (same KV footprint as " + it->second + ")");
+        continue;
+      }
+      searched_dtypes.push_back(dtype);
+    } catch (const InputError& e) {
+      outcome.refused_options.push_back({"kv cache type " + dtype, e.what()});
+    }
+  }
+
+  // Block sizes: the grid (or the request), offered to the engine.
+  std::vector<std::uint32_t> blocks = request.block_sizes.empty() ? kDefaultBlockGrid : request.block_sizes;
+  if (!reads.block) blocks = {0};
+  std::vector<std::uint32_t> searched_blocks;
+  for (const std::uint32_t block : blocks) {
+    if (std::find(searched_blocks.begin(), searched_blocks.end(), block) != searched_blocks.end()) continue;
+    EngineOptions o = asked;
+    if (block) o.block_size = block;
+    try {
+      (void)base.engine->block_size(model, o);
+      searched_blocks.push_back(block);
+    } catch (const InputError& e) {
+      if (!request.block_sizes.empty()) throw InputError("--block-sizes", without_field(e));
+      outcome.refused_options.push_back({"block size " + std::to_string(block), e.what()});
+    }
+  }
+
+  const std::uint32_t max_tp = reads.tp ? request.max_gpus : 1;
+  for (const std::string& gpu_id : gpus) {
+    const GpuSpec& gpu = find_gpu(gpu_id);
+    for (std::uint32_t tp = 1; tp <= max_tp; ++tp) {
+      const std::uint32_t max_pp = reads.pp ? request.max_gpus / tp : 1;
+      for (std::uint32_t pp = 1; pp <= max_pp; ++pp) {
+        for (const std::string& dtype : searched_dtypes) {
+          std::string resolved_dtype;
+          try {
+            resolved_dtype = resolve_kv_types(model, dtype).k.name;
+          } catch (const InputError&) {
+            // An engine's own cache-type spelling the dtype table does not name (ExLlama's q4).
+          }
+          std::vector<std::uint32_t> effective_blocks;
+          for (const std::uint32_t block : searched_blocks) {
+            EngineOptions o = asked;
+            o.tp = tp;
+            o.pp = pp;
+            set_kv_dtype(o, reads, dtype);
+            if (block) o.block_size = block;
+            const EngineSetup setup = setup_engine(o);
+            FitCandidate candidate = evaluate(request, setup, model, gpu);
+            candidate.kv_cache_dtype = dtype;
+            candidate.kv_dtype_resolved = resolved_dtype;
+            ++outcome.candidates_planned;
+            // Sizes the engine turns into the same block (vLLM's hybrid raise, MLA's
+            // forced size, 16 = its default) are one configuration: the first is kept.
+            const std::uint32_t key =
+                candidate.block_size ? candidate.block_size : candidate.block_size_requested;
+            if (std::find(effective_blocks.begin(), effective_blocks.end(), key) != effective_blocks.end())
+              continue;
+            effective_blocks.push_back(key);
+            (candidate.fits ? outcome.accepted : outcome.rejected).push_back(std::move(candidate));
+          }
+        }
+      }
+    }
+  }
+
+  const auto dtype_rank = [&](const std::string& dtype) {
+    return std::find(searched_dtypes.begin(), searched_dtypes.end(), dtype) - searched_dtypes.begin();
+  };
+  const auto gpu_rank = [&](const std::string& id) {
+    return std::find(gpus.begin(), gpus.end(), id) - gpus.begin();
+  };
+  const auto tie = [&](const FitCandidate& a, const FitCandidate& b) {
+    return std::make_tuple(gpu_rank(a.gpu), a.tp, a.pp, dtype_rank(a.kv_cache_dtype),
+                           a.block_size_requested) <
+           std::make_tuple(gpu_rank(b.gpu), b.tp, b.pp, dtype_rank(b.kv_cache_dtype), b.block_size_requested);
+  };
+  std::stable_sort(outcome.accepted.begin(), outcome.accepted.end(),
+                   [&](const FitCandidate& a, const FitCandidate& b) {
+                     if (a.gpu_count != b.gpu_count) return a.gpu_count < b.gpu_count;
+                     if (a.headroom != b.headroom) return a.headroom > b.headroom;
+                     return tie(a, b);
+                   });
+  std::stable_sort(outcome.rejected.begin(), outcome.rejected.end(),
+                   [&](const FitCandidate& a, const FitCandidate& b) {
+                     if (a.gpu_count != b.gpu_count) return a.gpu_count < b.gpu_count;
+                     return tie(a, b);
+                   });
+  outcome.verdict = outcome.accepted.empty() ? Verdict::check_failed : Verdict::ok;
+  return outcome;
+}
+
+}  // namespace kvsight::app
