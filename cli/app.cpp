@@ -67,6 +67,7 @@ int run_cli(int argc, const char* const* argv) {
   add_probe_command(app, state);
   add_gates_command(app, state);
   add_cliff_command(app, state);
+  add_preflight_command(app, state);
 
   // Help and version text go to stdout as well: checked like any output.
   const auto finish_help = [](int code) {
