@@ -262,6 +262,9 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   const std::string backend = survey.backend;
   probes::ProbeOptions probe_options;
   probe_options.warmup = backend == "cpu" ? 1 : 3;
+  // The stopping rule sets the attention and read sample counts; `repeats` is left to
+  // the bandwidth probe's copy, which preflight does not report: a few suffice.
+  probe_options.repeats = 3;
   probe_options.stream_reference = false;
   probe_options.stopping = stopping_rule(backend, request.full);
   out.contexts = probe_contexts(request.full,
