@@ -142,3 +142,34 @@ TEST(DeviceSurvey, ThisMachineWithoutAGpuFallsBackToTheCpu) {
 
 }  // namespace
 }  // namespace kvsight::probes
+
+namespace kvsight::probes {
+namespace {
+
+TEST(DeviceSurvey, NvmlFiguresAndProcessesComeFromNvml) {
+  SurveyOptions options;
+  options.nvml_library = KVSIGHT_FAKE_NVML;
+  options.rocm_smi_library = "libkvsight-no-such-rocm-smi.so";
+  const DeviceSurvey survey = survey_devices(options);
+  ASSERT_FALSE(survey.no_gpu);
+  ASSERT_GE(survey.devices.size(), 2u);
+  const DeviceRecord& idle = survey.devices[0];
+  const DeviceRecord& busy = survey.devices[1];
+  EXPECT_EQ(idle.name, "NVIDIA H200");
+  EXPECT_EQ(idle.arch, "sm_90");  // compute capability 9.0
+  EXPECT_EQ(idle.driver_version, "580.65.06");
+  EXPECT_EQ(idle.sources.identity.substr(0, 4), "nvml");
+  EXPECT_EQ(idle.sources.memory, "nvml");
+  EXPECT_EQ(idle.sources.processes, "nvml");
+  EXPECT_EQ(idle.memory_total_bytes, 150754820096ull);
+  EXPECT_EQ(idle.memory_used_by_others_bytes, 0u);
+  // Device 1: 150,754,820,096 - 3 GiB (3,221,225,472) = 147,533,594,624 B free; of its two
+  // processes the caller's own (1 GiB) is left out, the other holds 2 GiB = 2,147,483,648 B.
+  EXPECT_EQ(busy.memory_free_bytes, 147533594624ull);
+  ASSERT_EQ(busy.processes.size(), 1u);
+  EXPECT_EQ(busy.processes[0].pid, 4242u);
+  EXPECT_EQ(busy.memory_used_by_others_bytes, 2147483648ull);
+}
+
+}  // namespace
+}  // namespace kvsight::probes
