@@ -28,6 +28,11 @@ probes::DeviceRecord gpu(int index, const std::string& name, const std::string& 
   return d;
 }
 
+probes::DeviceRecord gpu_record_for_match(const std::string& name, const std::string& arch,
+                                          std::uint64_t total) {
+  return gpu(0, name, arch, total, total);
+}
+
 probes::DeviceSurvey survey_of(std::vector<probes::DeviceRecord> devices) {
   probes::DeviceSurvey s;
   s.devices = std::move(devices);
@@ -164,6 +169,25 @@ TEST(PreflightVerdict, UnknownDeviceStillWorksFromItsFigures) {
   EXPECT_FALSE(o.facts.catalog_total.has_value());
   EXPECT_EQ(o.device_spec.memory_bytes, 64 * kGiB);
   EXPECT_TRUE(o.facts.free_now->capacity.fits);
+}
+
+TEST(PreflightCatalog, DeviceNamesMatchTheirEntries) {
+  // NVML's names for the SXM and PCIe H100 (both 85,029,027,840 B in gpus.json): the
+  // words in common decide ("hbm3" is the SXM entry's, "pcie" the PCIe one's).
+  const auto id = [](const std::string& name, const std::string& arch, std::uint64_t total) {
+    const GpuSpec* gpu = match_catalog(gpu_record_for_match(name, arch, total));
+    return gpu ? gpu->id : std::string("none");
+  };
+  EXPECT_EQ(id("NVIDIA H100 80GB HBM3", "sm_90", 85029027840ull), "h100-sxm");
+  EXPECT_EQ(id("NVIDIA H100 PCIe", "sm_90", 85029027840ull), "h100-pcie");
+  // A100 40 GB: 42,295,361,536 B; the 80 GB entry (85,094,039,552 B) is 50% away, beyond 25%.
+  EXPECT_EQ(id("NVIDIA A100-SXM4-40GB", "sm_80", 42295361536ull), "a100-40gb");
+  // RX 7900 XT 20 GB against XTX 24 GB: the nearest memory total.
+  EXPECT_EQ(id("AMD Radeon RX 7900 XT", "gfx1100", 21458059264ull), "rx7900xt");
+  EXPECT_EQ(id("AMD Radeon RX 7900 XTX", "gfx1100", 25753026560ull), "rx7900xtx");
+  // An H200 reporting 40 GB is no catalog H200 (more than 25% away), nor is an unknown name.
+  EXPECT_EQ(id("NVIDIA H200", "sm_90", 40 * kGiB), "none");
+  EXPECT_EQ(id("NVIDIA X9000", "sm_90", 64 * kGiB), "none");
 }
 
 // ---- Reasons that need measurements: facts by hand.

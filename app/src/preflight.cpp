@@ -123,8 +123,9 @@ bool is_verification_failure(const std::string& message) {
 }  // namespace
 
 const GpuSpec* match_catalog(const probes::DeviceRecord& device) {
+  const std::vector<std::string> device_words = words(device.name);
   std::string token;
-  for (const std::string& word : words(device.name)) {
+  for (const std::string& word : device_words) {
     if (std::any_of(word.begin(), word.end(),
                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       token = word;
@@ -133,6 +134,7 @@ const GpuSpec* match_catalog(const probes::DeviceRecord& device) {
   }
   if (token.empty()) return nullptr;
   const GpuSpec* best = nullptr;
+  std::size_t best_overlap = 0;
   double best_distance = 0;
   for (const GpuSpec& gpu : gpu_catalog()) {
     const std::vector<std::string> catalog_words = words(gpu.name + " " + gpu.id);
@@ -140,15 +142,20 @@ const GpuSpec* match_catalog(const probes::DeviceRecord& device) {
     if (!device.arch.empty() && device.arch != gpu.arch) continue;
     const double distance =
         std::fabs(static_cast<double>(gpu.memory_bytes) - static_cast<double>(device.memory_total_bytes));
-    if (!best || distance < best_distance) {
+    // Same model token but memory more than 25% away: a variant the catalog lacks
+    // (an 80 GB entry is not a 40 GB card).
+    if (device.memory_total_bytes > 0 && distance > 0.25 * static_cast<double>(gpu.memory_bytes)) continue;
+    // More words in common first ("H100 PCIe" is the PCIe entry, "H100 80GB HBM3" the
+    // SXM one), then the nearest memory total (RX 7900 XT 20 GB against XTX 24 GB).
+    std::size_t overlap = 0;
+    for (const std::string& word : device_words)
+      overlap += std::find(catalog_words.begin(), catalog_words.end(), word) != catalog_words.end() ? 1 : 0;
+    if (!best || overlap > best_overlap || (overlap == best_overlap && distance < best_distance)) {
       best = &gpu;
+      best_overlap = overlap;
       best_distance = distance;
     }
   }
-  // Same model token but memory more than 25% away: a variant the catalog lacks
-  // (an 80 GB entry is not a 40 GB card).
-  if (best && device.memory_total_bytes > 0 && best_distance > 0.25 * static_cast<double>(best->memory_bytes))
-    return nullptr;
   return best;
 }
 
