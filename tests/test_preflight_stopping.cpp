@@ -173,3 +173,31 @@ TEST(DeviceSurvey, NvmlFiguresAndProcessesComeFromNvml) {
 
 }  // namespace
 }  // namespace kvsight::probes
+
+#include "kvsight/app/preflight.hpp"
+
+namespace kvsight::app {
+namespace {
+
+TEST(PreflightOnFakeNvml, SurveyFeedsTheVerdict) {
+  // The whole use case on the stand-in NVML (no injected facts, no probes): two H200s,
+  // device 1 with another process holding 2 GiB -> one WARN, memory_held_by_others.
+  PreflightRequest request;
+  request.model = "llama-3.1-8b";
+  request.survey.nvml_library = KVSIGHT_FAKE_NVML;
+  request.survey.rocm_smi_library = "libkvsight-no-such-rocm-smi.so";
+  request.measure = false;
+  const PreflightOutcome o = run_preflight(request);
+  EXPECT_FALSE(o.facts.survey.no_gpu);
+  ASSERT_TRUE(o.catalog.has_value());
+  EXPECT_EQ(o.catalog->id, "h200");
+  ASSERT_EQ(o.reasons.size(), 1u) << o.verdict;
+  EXPECT_EQ(o.reasons[0].code, "memory_held_by_others");
+  EXPECT_EQ(o.reasons[0].figures["used_by_others_bytes"], 2147483648ull);
+  EXPECT_EQ(o.verdict, "WARN");
+  // Free now is device 0's at TP 1: all of its 150,754,820,096 B.
+  EXPECT_EQ(o.facts.free_now->gpu_memory_bytes, 150754820096ull);
+}
+
+}  // namespace
+}  // namespace kvsight::app
