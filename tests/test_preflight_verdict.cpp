@@ -80,7 +80,7 @@ TEST(PreflightVerdict, ModelDoesNotFitInTheMemoryFreeNow) {
   // params x 2 B = 16.06 GB = 14.96 GiB, more than the 8 GiB free.
   const PreflightOutcome o =
       plan_only("llama-3.1-8b", survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, 8 * kGiB)}));
-  EXPECT_TRUE(has(o, "model_does_not_fit"));
+  ASSERT_TRUE(has(o, "model_does_not_fit"));
   EXPECT_EQ(o.verdict, "FAIL");
   EXPECT_EQ(preflight_exit_code(o.verdict, "fail"), 1);
   EXPECT_EQ(o.reasons.front().severity, "FAIL");
@@ -94,7 +94,7 @@ TEST(PreflightVerdict, FewerThanNSequencesFit) {
   // = 7.1 sequences, so 8 cannot fit and 1 must.
   const probes::DeviceSurvey node = survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, kH200Total)});
   const PreflightOutcome eight = plan_only("llama-3.1-8b", node, {}, 8);
-  EXPECT_EQ(codes(eight), std::vector<std::string>{"concurrency_does_not_fit"});
+  ASSERT_EQ(codes(eight), std::vector<std::string>{"concurrency_does_not_fit"});
   EXPECT_EQ(eight.reasons.front().figures["requested_concurrency"], 8);
   EXPECT_LT(eight.reasons.front().figures["max_concurrency"].get<double>(), 113.58 / 16.0);
   const PreflightOutcome one = plan_only("llama-3.1-8b", node, {}, 1);
@@ -114,12 +114,23 @@ TEST(PreflightVerdict, TpThatDoesNotDivideTheHeadsRefusesStart) {
   EXPECT_EQ(o.verdict, "FAIL");
 }
 
+TEST(PreflightVerdict, MoreRanksThanGpusRefusesStart) {
+  // TP 2 x PP 1 = 2 ranks, one GPU on the node (32 heads / 2 divides: only the count fails).
+  EngineOptions options;
+  options.tp = 2;
+  const PreflightOutcome o =
+      plan_only("llama-3.1-8b", survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, kH200Total)}), options);
+  ASSERT_EQ(codes(o), std::vector<std::string>{"engine_refuses_start"});
+  EXPECT_NE(o.reasons.front().message.find("2 ranks need 2 GPUs; this node has 1"), std::string::npos)
+      << o.reasons.front().message;
+}
+
 TEST(PreflightVerdict, FreeMemoryBelowVllmsRequestRefusesStart) {
   // requested = 0.92 x 150,023,962,624 = 138,022,045,614 B > 100 GiB = 107,374,182,400 B free;
   // the model itself fits in 100 GiB (0.92 x 100 - 14.96 GiB of weights leaves > 16 GiB).
   const PreflightOutcome o =
       plan_only("llama-3.1-8b", survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, 100 * kGiB)}));
-  EXPECT_EQ(codes(o), std::vector<std::string>{"free_memory_below_requested"});
+  ASSERT_EQ(codes(o), std::vector<std::string>{"free_memory_below_requested"});
   EXPECT_EQ(o.reasons.front().figures["free_bytes"], 100 * kGiB);
   EXPECT_NEAR(o.reasons.front().figures["requested_bytes"].get<double>(), 0.92 * 150023962624.0, 1.0);
 }
@@ -154,7 +165,7 @@ TEST(PreflightVerdict, MemoryHeldByOtherProcessesWarns) {
   d.memory_used_by_others_bytes = 2 * kGiB;
   // 150,023,962,624 - 2 GiB = 147,876,478,976 B free, above vLLM's 138,022,045,614 B request.
   const PreflightOutcome o = plan_only("llama-3.1-8b", survey_of({d}));
-  EXPECT_EQ(codes(o), std::vector<std::string>{"memory_held_by_others"});
+  ASSERT_EQ(codes(o), std::vector<std::string>{"memory_held_by_others"});
   EXPECT_EQ(o.verdict, "WARN");
   EXPECT_EQ(o.reasons.front().figures["used_by_others_bytes"], 2 * kGiB);
   EXPECT_EQ(preflight_exit_code(o.verdict, "fail"), 0);
