@@ -171,6 +171,24 @@ TEST(DeviceSurvey, NvmlFiguresAndProcessesComeFromNvml) {
   EXPECT_EQ(busy.memory_used_by_others_bytes, 2147483648ull);
 }
 
+TEST(DeviceSurvey, RocmSmiFiguresComeFromRocmSmi) {
+  SurveyOptions options;
+  options.nvml_library = "libkvsight-no-such-nvml.so.1";
+  options.rocm_smi_library = KVSIGHT_FAKE_ROCM_SMI;
+  const DeviceSurvey survey = survey_devices(options);
+  ASSERT_FALSE(survey.no_gpu);
+  const DeviceRecord& d = survey.devices.front();
+  EXPECT_EQ(d.vendor, "amd");
+  EXPECT_EQ(d.name, "AMD Radeon RX 7900 XT");
+  EXPECT_EQ(d.driver_version, "6.8.5");
+  EXPECT_EQ(d.sources.memory, "rocm_smi");
+  // 21,458,059,264 B of VRAM, 1 GiB = 1,073,741,824 B in use: 20,384,317,440 B free, and
+  // the 1 GiB is other processes' (surveyed before kvsight opens the device).
+  EXPECT_EQ(d.memory_total_bytes, 21458059264ull);
+  EXPECT_EQ(d.memory_free_bytes, 20384317440ull);
+  EXPECT_EQ(d.memory_used_by_others_bytes, 1073741824ull);
+}
+
 }  // namespace
 }  // namespace kvsight::probes
 
