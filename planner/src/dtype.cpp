@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kvsight/ascii.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
@@ -77,12 +78,6 @@ std::string allowed_names() {
   return out + " (aliases: fp8, f16, f32, float16, bfloat16, auto = the model dtype)";
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 }  // namespace
 
 const std::vector<KvDtype>& kv_dtypes() {
@@ -91,7 +86,7 @@ const std::vector<KvDtype>& kv_dtypes() {
 }
 
 const KvDtype& find_kv_dtype(std::string_view name, std::string_view field) {
-  std::string key = lower(name);
+  std::string key = ascii_lower(name);
   for (const auto& a : kAliases)
     if (key == a.alias) key = a.name;
   for (const auto& d : kv_dtypes())
@@ -100,7 +95,7 @@ const KvDtype& find_kv_dtype(std::string_view name, std::string_view field) {
 }
 
 std::string canonical_torch_dtype(std::string_view name, std::string_view field) {
-  const std::string key = lower(name);
+  const std::string key = ascii_lower(name);
   if (key == "bfloat16" || key == "bf16" || key == "torch.bfloat16") return "bf16";
   if (key == "float16" || key == "fp16" || key == "half" || key == "torch.float16") return "fp16";
   if (key == "float32" || key == "fp32" || key == "float" || key == "torch.float32") return "fp32";

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -31,9 +32,7 @@ struct Mode {
 };
 
 Mode parse_mode(const std::string& text, int generation) {
-  std::string s = text;
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string s = ascii_lower(text);
   const std::string allowed = generation == 2 ? "fp16, q8, q6, q4" : "fp16, q2 .. q8 (k = v bits)";
   if (s == "fp16" || s == "f16") return {"FP16", 16, 16, false};
   if (s == "fp8")

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "common.hpp"
+#include "kvsight/ascii.hpp"
+#include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -37,11 +39,6 @@ const std::vector<std::function<std::unique_ptr<Engine>()>>& registry() {
   return makers;
 }
 
-std::string lower_ascii(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 }  // namespace
 
@@ -58,11 +55,11 @@ std::vector<std::string> engine_names() {
 }
 
 std::unique_ptr<Engine> make_engine(const std::string& name) {
-  const std::string key = lower_ascii(name);
+  const std::string key = ascii_lower(name);
   for (auto& engine : all_engines()) {
     if (key == engine->name()) return std::move(engine);
     for (const std::string& alias : engine->aliases())
-      if (key == lower_ascii(alias)) return std::move(engine);
+      if (key == ascii_lower(alias)) return std::move(engine);
   }
   std::string allowed;
   for (const auto& engine : all_engines()) {

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -287,21 +288,13 @@ std::vector<StageProjection> project_stages(const Layout& layout, std::uint32_t 
 
 // ---------------------------------------------------------------- scheduler defaults
 
-namespace {
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-}  // namespace
-
 SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& options,
                                  std::optional<std::uint64_t> total_bytes, const GpuSpec* gpu,
                                  std::uint64_t max_model_len) {
   // Scheduler defaults (overheads.md "Scheduler defaults"; arg_utils.py get_batch_defaults).
   const bool v0 = !version.at_least(0, 8);
   const double total_gib = total_bytes ? to_gib(*total_bytes) : 0.0;
-  const std::string gpu_name = gpu ? lower(gpu->name + " " + gpu->id) : "";
+  const std::string gpu_name = gpu ? ascii_lower(gpu->name + " " + gpu->id) : "";
   const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos;
   // >= 160 GiB (B200/B300, MI300X/MI325X): 16384 / 1024 for both usage contexts
   // (arg_utils.py get_batch_defaults, read in 0.33; rules_for).

@@ -1,6 +1,7 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
 // the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
+#include "kvsight/ascii.hpp"
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
@@ -223,11 +224,6 @@ void decide_split(const KernelRule& rule, const GateInput& in, KernelVerdict& ve
   }
 }
 
-std::string lower(std::string text) {
-  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return text;
-}
-
 std::uint32_t parse_compute_capability(const std::string& arch) {
   // "sm_90" -> 90, "sm_100" -> 100, "sm_120a" -> 120.
   if (arch.rfind("sm_", 0) != 0) return 0;
@@ -392,7 +388,7 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   // vLLM ALiBi models (bloom, mpt); attention sinks (gpt-oss); stride-padded KV
   // layouts for hybrid attention + recurrent models (chunked_prefill_paged_decode.py
   // has_native_kv_cache_layout).
-  const std::string model_type = lower(model.model_type);
+  const std::string model_type = ascii_lower(model.model_type);
   base.alibi = model_type == "bloom" || model_type == "mpt";
   base.sinks = model_type == "gpt_oss";
   base.padded_layout = engine == "vllm" && model.is_hybrid();

@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "kvsight/ascii.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
@@ -234,8 +235,7 @@ Quantization read_quantization(const ConfigReader& r) {
                      "is " + describe(*m) + "; a method name (string) is required");
   q.method = str("quant_method");
   if (q.method.empty() && c.contains("load_in_4bit")) q.method = "bitsandbytes";
-  std::transform(q.method.begin(), q.method.end(), q.method.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  q.method = ascii_lower(q.method);
   // An integer from an allowed set; a string, fraction or other value is refused
   // (never a fallback).
   auto integer_in = [&](const json& obj, const char* key, const std::string& field,
