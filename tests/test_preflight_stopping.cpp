@@ -4,12 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "kvsight/probes/device_info.hpp"
 #include "kvsight/probes/stopping_rule.hpp"
 
 namespace kvsight::probes {
 namespace {
+
+// The stand-in libraries (tests/fake_nvml.cpp, fake_rocm_smi.cpp) sit beside the test binary.
+std::string beside_this_test(const std::string& name) {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / name).string();
+}
+const std::string kFakeNvml = beside_this_test("libkvsight_fake_nvml.so");
+const std::string kFakeRocmSmi = beside_this_test("libkvsight_fake_rocm_smi.so");
 
 TEST(StoppingRule, RelativeNoiseIsSampleStdevOverMean) {
   // Samples 9, 10, 11: mean 10, squared deviations 1 + 0 + 1 = 2, sample variance
@@ -148,7 +156,7 @@ namespace {
 
 TEST(DeviceSurvey, NvmlFiguresAndProcessesComeFromNvml) {
   SurveyOptions options;
-  options.nvml_library = KVSIGHT_FAKE_NVML;
+  options.nvml_library = kvsight::probes::kFakeNvml;
   options.rocm_smi_library = "libkvsight-no-such-rocm-smi.so";
   const DeviceSurvey survey = survey_devices(options);
   ASSERT_FALSE(survey.no_gpu);
@@ -174,7 +182,7 @@ TEST(DeviceSurvey, NvmlFiguresAndProcessesComeFromNvml) {
 TEST(DeviceSurvey, RocmSmiFiguresComeFromRocmSmi) {
   SurveyOptions options;
   options.nvml_library = "libkvsight-no-such-nvml.so.1";
-  options.rocm_smi_library = KVSIGHT_FAKE_ROCM_SMI;
+  options.rocm_smi_library = kvsight::probes::kFakeRocmSmi;
   const DeviceSurvey survey = survey_devices(options);
   ASSERT_FALSE(survey.no_gpu);
   const DeviceRecord& d = survey.devices.front();
@@ -202,7 +210,7 @@ TEST(PreflightOnFakeNvml, SurveyFeedsTheVerdict) {
   // device 1 with another process holding 2 GiB -> one WARN, memory_held_by_others.
   PreflightRequest request;
   request.model = "llama-3.1-8b";
-  request.survey.nvml_library = KVSIGHT_FAKE_NVML;
+  request.survey.nvml_library = kvsight::probes::kFakeNvml;
   request.survey.rocm_smi_library = "libkvsight-no-such-rocm-smi.so";
   request.measure = false;
   const PreflightOutcome o = run_preflight(request);
