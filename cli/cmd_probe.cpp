@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "kvsight/counts.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/probes/faults.hpp"
 #include "kvsight/probes/probes.hpp"
@@ -29,46 +30,6 @@ struct ProbeFlags {
   std::string json_output;   // sweep: also write the JSON here
   std::string inject_fault;  // testing only: alloc|kernel|verify[:N] (overrides KVSIGHT_INJECT_FAULT)
 };
-
-// "32768", "32K" / "32k" (x 1024), "1M" (x 1048576).
-std::uint64_t parse_count(const std::string& text, const std::string& flag) {
-  // std::stoull takes "-4" (and " 4") and wraps it to 2^64 - 4: only digits may lead.
-  if (text.empty() || text[0] < '0' || text[0] > '9') {
-    throw InputError(flag, "'" + text +
-                               "' is not a count; allowed: a non-negative integer, optionally with K or M "
-                               "(x1024)");
-  }
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw InputError(flag,
-                     "'" + text + "' is not a count; allowed: an integer, optionally with K or M (x1024)");
-  }
-  const std::string suffix = text.substr(used);
-  if (suffix.empty()) return value;
-  const unsigned long long scale = suffix == "K" || suffix == "k"   ? 1024ull
-                                   : suffix == "M" || suffix == "m" ? 1024ull * 1024ull
-                                                                    : 0;
-  if (scale != 0) {
-    if (value > std::numeric_limits<std::uint64_t>::max() / scale) {
-      throw InputError(flag, "'" + text + "' overflows 64 bits");
-    }
-    return value * scale;
-  }
-  throw InputError(flag, "'" + text + "' has an unknown suffix; allowed: an integer, optionally with K or M");
-}
-
-std::vector<std::uint64_t> parse_counts(const std::string& text, const std::string& flag) {
-  std::vector<std::uint64_t> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(parse_count(item, flag));
-  }
-  if (out.empty()) throw InputError(flag, "empty list; allowed: comma-separated counts such as 512,1024,4K");
-  return out;
-}
 
 // Bytes with a unit (512MiB, 2GiB, 1GB, 4096) or, for --max-mem, a fraction of
 // free device memory (0 < x <= 1).
@@ -235,7 +196,7 @@ void run_bandwidth(CliState& state, ProbeFlags& flags) {
 void run_attention(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
   apply_inject_fault(flags);
-  flags.shape.context = parse_count(flags.context, "--context");
+  flags.shape.context = parse_count_in(flags.context, "--context", 1, UINT64_MAX);  // kvsight/counts.hpp
   kp::validate_kernel(flags.kernel);
   const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
   if (state.format() == Format::json) {
@@ -284,7 +245,7 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     }
   }
   if (kernels.empty()) throw InputError("--kernels", "empty; allowed: nosplit, splitkv (comma-separated)");
-  const auto contexts = parse_counts(flags.contexts, "--contexts");
+  const auto contexts = parse_count_list(flags.contexts, "--contexts", 1, UINT64_MAX);
   flags.options.progress = [](const std::string& line) {
     std::cerr << "kvsight probe sweep: " << line << "\n";
   };

@@ -151,6 +151,31 @@ TEST(FlagGrammar, TheEnginesOwnSpellingsAreAccepted) {
   EXPECT_EQ(llama["kv"]["bytes_per_token"].get<std::uint64_t>(), 69632u);
 }
 
+TEST(FlagGrammar, VllmBooleanFlagsHaveTheirNoForms) {
+  // vLLM's bool arguments are argparse.BooleanOptionalAction (engine/arg_utils.py, 0.33.0).
+  // Mistral-7B-v0.1: every layer sliding, W = 4,096, block 16, max_model_len 32,768; on an
+  // H200 (>= 70 GiB, API server) max_num_batched_tokens T = 8,192.
+  // Default 0.33 at PP 1: async scheduling, 2 batches in flight:
+  //   ceil(min(4,095 + 2 x 8,192, 32,768) / 16) + 1 = ceil(20,479 / 16) + 1 = 1,280 + 1 = 1,281.
+  // --no-async-scheduling: one batch: ceil(12,287 / 16) + 1 = 768 + 1 = 769.
+  const std::vector<std::string> mistral = {"plan", "--model", "mistral-7b-v0.1", "--gpu", "h200"};
+  EXPECT_EQ(json_of(mistral)["kv"]["blocks_per_sequence"], 1281);
+  EXPECT_EQ(json_of(with(mistral, {"--async-scheduling"}))["kv"]["blocks_per_sequence"], 1281);
+  EXPECT_EQ(json_of(with(mistral, {"--no-async-scheduling"}))["kv"]["blocks_per_sequence"], 769);
+  expect_exit(with(mistral, {"--async-scheduling", "--no-async-scheduling"}), 2, "not both");
+  // Qwen3-Next-80B at TP 2: 12 attention + 36 linear-attention layers, so 1 attention group
+  // and 36 / 12 = 3 state groups; attention block 544; max_model_len 262,144:
+  // ceil(262,144 / 544) = 482 attention pages (481 x 544 = 261,664 is short). Prefix caching
+  // (on by default for hybrids from 0.28, align mode) keeps 2 state pages per group:
+  // 482 + 3 x 2 = 488; --no-enable-prefix-caching: 482 + 3 = 485.
+  const std::vector<std::string> next = {"plan", "--model", "qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "2"};
+  EXPECT_EQ(json_of(next)["kv"]["blocks_per_sequence"], 488);
+  EXPECT_EQ(json_of(with(next, {"--no-enable-prefix-caching"}))["kv"]["blocks_per_sequence"], 485);
+  expect_exit(with(next, {"--no-enable-prefix-caching", "--enable-prefix-caching"}), 2, "not both");
+  // Another engine's flag, as for every engine flag.
+  expect_exit(with(next, {"--engine", "sglang", "--no-async-scheduling"}), 2, "vLLM");
+}
+
 TEST(FlagGrammar, TheUsersLengthDrivesCapacityForEveryEngine) {
   // SGLang pages of 1 token: concurrency = pool tokens / 8,192.
   const json sglang = json_of(with(kPlan, {"--engine", "sglang", "--context-length", "8192"}));

@@ -86,7 +86,7 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
   run = run_kvsight(
       {"probe", "sweep", "--backend", "cpu", "--contexts", "512,18014398509481984K"});  // 2^54 x 2^10
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--contexts: '18014398509481984K' overflows 64 bits"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--contexts: '18014398509481984K' exceeds 2^64 - 1 (overflows 64 bits)"), std::string::npos) << run.err;
   run = run_kvsight({"probe", "attention", "--backend", "cpu", "--cpu-kernel", "avx1024"});
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, avx2, portable"),

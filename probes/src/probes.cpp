@@ -32,6 +32,7 @@
 #include "kvsight/error.hpp"
 #include "kvsight/least_squares.hpp"
 #include "kvsight/split_plan.hpp"
+#include "parallel.hpp"
 
 namespace kvsight::probes {
 namespace {
@@ -61,21 +62,16 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 void fill_random(std::vector<std::uint16_t>& out, bool bf16, std::uint64_t seed) {
   constexpr std::size_t kChunk = 1 << 20;
   const std::size_t chunks = (out.size() + kChunk - 1) / kChunk;
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<std::thread> pool;
-  for (unsigned worker = 0; worker < threads; ++worker) {
-    pool.emplace_back([&, worker] {
-      for (std::size_t chunk = worker; chunk < chunks; chunk += threads) {
-        std::uint64_t state = seed ^ (0x632be59bd9b4e019ull * (chunk + 1));
-        const std::size_t end = std::min(out.size(), (chunk + 1) * kChunk);
-        for (std::size_t i = chunk * kChunk; i < end; ++i) {
-          const float value = static_cast<float>(splitmix64(state) >> 40) * (1.0f / 8388608.0f) - 1.0f;
-          out[i] = bf16 ? detail::float_to_bf16(value) : detail::float_to_fp16(value);
-        }
+  detail::for_each_worker([&](unsigned worker, unsigned threads) {
+    for (std::size_t chunk = worker; chunk < chunks; chunk += threads) {
+      std::uint64_t state = seed ^ (0x632be59bd9b4e019ull * (chunk + 1));
+      const std::size_t end = std::min(out.size(), (chunk + 1) * kChunk);
+      for (std::size_t i = chunk * kChunk; i < end; ++i) {
+        const float value = static_cast<float>(splitmix64(state) >> 40) * (1.0f / 8388608.0f) - 1.0f;
+        out[i] = bf16 ? detail::float_to_bf16(value) : detail::float_to_fp16(value);
       }
-    });
-  }
-  for (auto& thread : pool) thread.join();
+    }
+  });
 }
 
 double to_double(std::uint16_t bits, bool bf16) {
@@ -391,38 +387,33 @@ class Session {
     const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
     reference_.assign(q_elements_, 0.0);
     const std::uint64_t heads = static_cast<std::uint64_t>(shape_.batch) * shape_.q_heads;
-    const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (unsigned worker = 0; worker < threads; ++worker) {
-      pool.emplace_back([&, worker] {
-        std::vector<double> scores(context);
-        std::vector<double> q(head_dim);
-        for (std::uint64_t head = worker; head < heads; head += threads) {
-          const std::uint64_t seq = head / shape_.q_heads;
-          const std::uint64_t kv_head = head % shape_.q_heads / group;
-          for (std::uint32_t d = 0; d < head_dim; ++d) q[d] = to_double(host_q_[head * head_dim + d], bf16_);
-          double max_score = -std::numeric_limits<double>::infinity();
-          for (std::uint64_t t = 0; t < context; ++t) {
-            const std::uint64_t offset = row_offset(seq, t, kv_head);
-            double dot = 0;
-            for (std::uint32_t d = 0; d < head_dim; ++d) dot += q[d] * to_double(host_k_[offset + d], bf16_);
-            scores[t] = dot * scale;
-            max_score = std::max(max_score, scores[t]);
-          }
-          double total = 0;
-          double* out = reference_.data() + head * head_dim;
-          for (std::uint64_t t = 0; t < context; ++t) {
-            const double weight = std::exp(scores[t] - max_score);
-            total += weight;
-            const std::uint64_t offset = row_offset(seq, t, kv_head);
-            for (std::uint32_t d = 0; d < head_dim; ++d)
-              out[d] += weight * to_double(host_v_[offset + d], bf16_);
-          }
-          for (std::uint32_t d = 0; d < head_dim; ++d) out[d] /= total;
+    detail::for_each_worker([&](unsigned worker, unsigned threads) {
+      std::vector<double> scores(context);  // bad_alloc here reaches the caller, not std::terminate
+      std::vector<double> q(head_dim);
+      for (std::uint64_t head = worker; head < heads; head += threads) {
+        const std::uint64_t seq = head / shape_.q_heads;
+        const std::uint64_t kv_head = head % shape_.q_heads / group;
+        for (std::uint32_t d = 0; d < head_dim; ++d) q[d] = to_double(host_q_[head * head_dim + d], bf16_);
+        double max_score = -std::numeric_limits<double>::infinity();
+        for (std::uint64_t t = 0; t < context; ++t) {
+          const std::uint64_t offset = row_offset(seq, t, kv_head);
+          double dot = 0;
+          for (std::uint32_t d = 0; d < head_dim; ++d) dot += q[d] * to_double(host_k_[offset + d], bf16_);
+          scores[t] = dot * scale;
+          max_score = std::max(max_score, scores[t]);
         }
-      });
-    }
-    for (auto& thread : pool) thread.join();
+        double total = 0;
+        double* out = reference_.data() + head * head_dim;
+        for (std::uint64_t t = 0; t < context; ++t) {
+          const double weight = std::exp(scores[t] - max_score);
+          total += weight;
+          const std::uint64_t offset = row_offset(seq, t, kv_head);
+          for (std::uint32_t d = 0; d < head_dim; ++d)
+            out[d] += weight * to_double(host_v_[offset + d], bf16_);
+        }
+        for (std::uint32_t d = 0; d < head_dim; ++d) out[d] /= total;
+      }
+    });
     reference_context_ = context;
     return reference_;
   }

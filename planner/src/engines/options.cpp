@@ -71,6 +71,24 @@ const std::vector<OptionFieldInfo>& option_fields() {
        K::flag,
        "prefix caching (hybrid models keep one more state page)",
        {}},
+      {F::disable_prefix_caching,
+       "disable_prefix_caching",
+       {},
+       K::flag,
+       "no prefix caching (on by default for hybrid models from vLLM 0.28: align mode, 2 state pages)",
+       {}},
+      {F::async_scheduling,
+       "async_scheduling",
+       {},
+       K::flag,
+       "async scheduling: 2 batches in flight, sliding-window layers reserve 2 x max_num_batched_tokens",
+       {}},
+      {F::no_async_scheduling,
+       "no_async_scheduling",
+       {},
+       K::flag,
+       "no async scheduling: 1 batch in flight (default: the version's; on from 0.26 at PP 1)",
+       {}},
       {F::offline, "offline", {}, K::flag, "defaults of the offline LLM class instead of `vllm serve`", {}},
       {F::mem_fraction_static, "mem_fraction_static", {}, K::fraction, "fraction for weights + KV pool", {}},
       {F::free_gpu_memory_fraction,
@@ -183,8 +201,21 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
     case F::enforce_eager:
       o.enforce_eager = true;
       return;
+    // A flag and its --no- form (argparse BooleanOptionalAction in vLLM's arg_utils.py):
+    // both given is refused whatever their order, rather than one silently winning.
     case F::enable_prefix_caching:
-      o.enable_prefix_caching = true;
+    case F::disable_prefix_caching:
+      if (o.enable_prefix_caching || o.disable_prefix_caching)
+        throw InputError(name, "contradicts the other prefix-caching flag; give --enable-prefix-caching or "
+                               "--no-enable-prefix-caching, not both");
+      (field == F::enable_prefix_caching ? o.enable_prefix_caching : o.disable_prefix_caching) = true;
+      return;
+    case F::async_scheduling:
+    case F::no_async_scheduling:
+      if (o.async_scheduling)
+        throw InputError(name, "contradicts the other async-scheduling flag; give --async-scheduling or "
+                               "--no-async-scheduling, not both");
+      o.async_scheduling = field == F::async_scheduling;
       return;
     case F::offline:
       o.api_server = false;

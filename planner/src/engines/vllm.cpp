@@ -664,6 +664,11 @@ class VllmEngine final : public Engine {
             {OptionField::kv_cache_memory_bytes, {"--kv-cache-memory-bytes"}},
             {OptionField::enforce_eager, {"--enforce-eager"}},
             {OptionField::enable_prefix_caching, {"--enable-prefix-caching"}},
+            // engine/arg_utils.py (0.33.0): bool fields get argparse.BooleanOptionalAction,
+            // so vLLM itself takes --no-enable-prefix-caching and --[no-]async-scheduling.
+            {OptionField::disable_prefix_caching, {"--no-enable-prefix-caching"}},
+            {OptionField::async_scheduling, {"--async-scheduling"}},
+            {OptionField::no_async_scheduling, {"--no-async-scheduling"}},
             {OptionField::offline, {"--offline"}}};
   }
   // vllm/config/cache.py CacheDType, plus the per-token-head and NVFP4 caches the dtype
