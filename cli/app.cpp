@@ -74,6 +74,7 @@ int run_cli(int argc, const char* const* argv) {
   add_explain_command(app, state);
   add_fit_command(app, state);
   add_report_command(app, state);
+  add_preflight_command(app, state);
 
   // Help and version text go to stdout as well: checked like any output.
   const auto finish_help = [](int code) {

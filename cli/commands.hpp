@@ -38,11 +38,12 @@ void add_plan_command(CLI::App& app, CliState& state);
 void add_inspect_command(CLI::App& app, CliState& state);
 void add_models_command(CLI::App& app, CliState& state);
 void add_gpus_command(CLI::App& app, CliState& state);
-void add_probe_command(CLI::App& app, CliState& state);   // cli/cmd_probe.cpp (probes issue)
-void add_gates_command(CLI::App& app, CliState& state);   // cli/cmd_gates.cpp (gates issue)
-void add_cliff_command(CLI::App& app, CliState& state);   // cli/cmd_cliff.cpp (gates issue)
-void add_fit_command(CLI::App& app, CliState& state);     // cli/cmd_fit.cpp (fleet issue #12)
-void add_report_command(CLI::App& app, CliState& state);  // cli/cmd_report.cpp (fleet issue #12)
+void add_probe_command(CLI::App& app, CliState& state);      // cli/cmd_probe.cpp (probes issue)
+void add_gates_command(CLI::App& app, CliState& state);      // cli/cmd_gates.cpp (gates issue)
+void add_cliff_command(CLI::App& app, CliState& state);      // cli/cmd_cliff.cpp (gates issue)
+void add_preflight_command(CLI::App& app, CliState& state);  // cli/cmd_preflight.cpp (issue #10)
+void add_fit_command(CLI::App& app, CliState& state);        // cli/cmd_fit.cpp (fleet issue #12)
+void add_report_command(CLI::App& app, CliState& state);     // cli/cmd_report.cpp (fleet issue #12)
 
 // Runs the CLI on argv; returns the process exit code. Used by main() and tests.
 int run_cli(int argc, const char* const* argv);

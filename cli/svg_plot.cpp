@@ -63,7 +63,12 @@ std::string tick_label(double value) {
 }  // namespace
 
 std::string render_svg(const Plot& plot) {
-  const double width = 800, height = 500, left = 80, right = 220, top = 50, bottom = 60;
+  // The legend sits right of the plot: the canvas widens so the longest name fits
+  // (12 px sans-serif, at most about 7.5 px per character; 46 px of swatch and gap).
+  std::size_t longest = 0;
+  for (const PlotSeries& series : plot.series) longest = std::max(longest, series.name.size());
+  const double right = std::max(220.0, 46.0 + 7.5 * static_cast<double>(longest) + 10.0);
+  const double width = 580 + right, height = 500, left = 80, top = 50, bottom = 60;
   const double plot_w = width - left - right, plot_h = height - top - bottom;
   double x_max = 0, y_max = 0;
   for (const PlotSeries& series : plot.series) {

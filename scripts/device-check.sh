@@ -167,6 +167,14 @@ echo "device-check: cliff sweep ($(elapsed) s)" >&2
 run 120 cliff probe sweep --head-dim 256 --block-size 784 --batch 1 --kv-heads 2 --q-heads 12 --dtype bf16 \
   --contexts "$CONTEXTS" --repeats 10 --warmup 2 --max-mem 0.6
 
+# ---- 4b. preflight (issue #10) for the default model: its verdict is a finding, not a check failure.
+echo "device-check: preflight ($(elapsed) s)" >&2
+for fmt in json markdown; do
+  timeout 90 "$BIN" preflight --model llama-3.1-8b --backend cuda --quiet --format $fmt > "$OUT/preflight.${fmt/markdown/md}" 2>> "$OUT/preflight.log"
+  rc=$?
+  if [ $rc -ge 2 ]; then FAILED=1; echo "device-check: preflight exit $rc ($(tail -1 "$OUT/preflight.log"))" >&2; fi
+done
+
 # ---- 5. the peer.
 if timeout 60 python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2> /dev/null; then
   echo "device-check: torch peer ($(elapsed) s)" >&2

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up and builds if needed, then runs kvsight with the given arguments.
-# With none, runs the default job: a plan for the default model on the default GPU.
+# With none, runs the default job: `preflight` for the default model (llama-3.1-8b) on
+# this node: the devices found (the CPU when there is no GPU, said in the first
+# lines), bandwidth, gates, both probe kernels, capacity, decode, and a verdict.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD_DIR=${BUILD_DIR:-$root/build}
@@ -13,6 +15,6 @@ fi
 # Always bring the build up to date (a no-op when it is).
 cmake --build "$BUILD_DIR" -j "$(nproc)" --target kvsight >&2
 if (($# == 0)); then
-  set -- plan --model smollm3-3b --gpu h200
+  set -- preflight --model llama-3.1-8b
 fi
 exec "$BUILD_DIR/kvsight" "$@"

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache
+  python3                # xml.etree parses the preflight --plot SVG (tests/test_preflight_cli.cpp)
   libcli11-dev           # CLI parsing (cli/)
   nlohmann-json3-dev     # JSON reading/writing (planner/, probes/, cli/)
   libgtest-dev googletest # unit tests (tests/)

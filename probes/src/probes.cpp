@@ -15,6 +15,7 @@
 // reads the session's own K pool in the same run, and every point reports its
 // bandwidth as a ratio to it (issue #15).
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -242,10 +243,17 @@ class Session {
     std::vector<double> samples;
     samples.reserve(static_cast<std::size_t>(options_.repeats));
     std::vector<kernels::PagedDecodeParams> batch(static_cast<std::size_t>(launches));
-    for (int i = 0; i < options_.repeats; ++i) {
+    StoppingCriterion stop(options_.stopping);
+    const auto sampling_start = std::chrono::steady_clock::now();
+    for (int i = 0; options_.stopping.enabled() ? !stop.done() : i < options_.repeats; ++i) {
       for (auto& launch : batch) launch = for_set(params, next_set());
       samples.push_back(backend_.time_attention_batch(split, batch) / launches);
+      stop.add(samples.back(),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - sampling_start).count());
     }
+    point.noise = stop.status().noise;
+    point.converged = options_.stopping.enabled() && stop.status().converged;
+    point.samples = static_cast<int>(samples.size());
     const Timing timing = summarize(samples);
     point.time_us = timing.median_us;
     point.spread = timing.spread;
@@ -695,10 +703,17 @@ BandwidthResult run_bandwidth(const std::string& backend_name, std::uint64_t byt
   result.read_bytes = bytes;
   result.copy_bytes = 2 * bytes;
   std::vector<double> read_samples, copy_samples;
-  for (int i = 0; i < options.warmup + options.repeats; ++i) {
+  StoppingCriterion read_stop(options.stopping);
+  const auto read_start = std::chrono::steady_clock::now();
+  for (int i = 0; options.stopping.enabled() ? !read_stop.done() : i < options.warmup + options.repeats;
+       ++i) {
     const double us = backend->time_stream_read(*source, bytes, *parts);
     if (i >= options.warmup) read_samples.push_back(us);
+    if (i >= options.warmup)
+      read_stop.add(us, std::chrono::duration<double>(std::chrono::steady_clock::now() - read_start).count());
   }
+  result.read_noise = read_stop.status().noise;
+  result.read_converged = options.stopping.enabled() && read_stop.status().converged;
   std::vector<std::uint32_t> sums(backend->stream_read_parts());
   backend->download(sums.data(), *parts, sums.size() * 4);
   std::uint32_t total = 0;
@@ -773,7 +788,10 @@ void to_json(nlohmann::json& j, const ProbePoint& v) {
        {"cold", v.cold},
        {"launches_per_sample", v.launches_per_sample},
        {"stream_read_gbps", v.stream_read_gbps},
-       {"ratio_to_stream", v.ratio_to_stream}};
+       {"ratio_to_stream", v.ratio_to_stream},
+       {"noise", v.noise},
+       {"converged", v.converged},
+       {"samples", v.samples}};
 }
 void to_json(nlohmann::json& j, const AttentionResult& v) {
   j = {{"backend", v.backend}, {"device", v.device},   {"kernel", v.kernel},

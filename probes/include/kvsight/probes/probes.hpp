@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/probes/stopping_rule.hpp"
+
 namespace kvsight::probes {
 
 // One decode step of paged attention: batch sequences, each with `context`
@@ -37,6 +39,7 @@ struct ProbeOptions {
   int launches_per_sample = 0;      // launches per timed sample; 0 = auto (8 on GPUs, 1 on cpu)
   bool stream_reference = true;     // measure the stream probe on the session's K pool (ratio_to_stream)
   std::function<void(const std::string&)> progress;  // long sweeps report here (stderr in the CLI)
+  StoppingRule stopping;  // enabled (max_noise > 0): sample until it says stop, instead of `repeats`
 };
 
 struct DeviceInfo {
@@ -91,6 +94,9 @@ struct ProbePoint {
   int launches_per_sample = 1;  // launches timed back to back per sample
   double stream_read_gbps = 0;  // the stream probe of the same run (0: not measured)
   double ratio_to_stream = 0;   // gbps / stream_read_gbps
+  double noise = 0;             // relative noise of the samples (stdev / mean, stopping_rule.hpp)
+  bool converged = false;       // the stopping rule's bound was met (false when the rule is off)
+  int samples = 0;              // timed samples taken
 };
 
 struct AttentionResult {
@@ -119,7 +125,9 @@ struct BandwidthResult {
   std::uint64_t read_bytes = 0;  // bytes moved per run
   std::uint64_t copy_bytes = 0;  // read + write
   double read_gbps = 0, copy_gbps = 0;
-  bool correct = false;  // read sum and copy contents verified exactly
+  bool correct = false;         // read sum and copy contents verified exactly
+  double read_noise = 0;        // relative noise of the read samples (stopping_rule.hpp)
+  bool read_converged = false;  // the stopping rule's bound was met for the read
 };
 
 // Validates a shape; throws InputError naming the flag (--head-dim, ...) and the allowed values.

@@ -1,0 +1,189 @@
+// The preflight verdict (kvsight/app/preflight.hpp): a pure function of the facts.
+// Each rule and threshold is listed with its source in docs/reference/preflight.md
+// "Verdict rules".
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "kvsight/app/preflight.hpp"
+
+namespace kvsight::app {
+
+namespace {
+
+std::string gib_text(std::uint64_t bytes) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
+  return buffer;
+}
+std::string num(double value, int digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+PreflightReason reason(std::string code, std::string severity, std::string message, nlohmann::json figures) {
+  return PreflightReason{std::move(code), std::move(severity), std::move(message), std::move(figures)};
+}
+
+const DecodeFacts* decode_at(const PreflightFacts& facts, std::uint64_t context) {
+  for (const DecodeFacts& d : facts.decode) {
+    if (d.context == context) return &d;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const PreflightRules& rules) {
+  std::vector<PreflightReason> out;
+  const std::string where = facts.survey.no_gpu ? " (this node's CPU memory: no GPU found)" : "";
+
+  // 1. The engine would refuse to start: TP does not divide heads, a kernel gate, ...
+  for (const std::string& refusal : facts.refusals) {
+    out.push_back(reason("engine_refuses_start", "FAIL", facts.engine + " would refuse to start: " + refusal,
+                         {{"engine", facts.engine}, {"refusal", refusal}}));
+  }
+  // 2. vLLM's own start-up check on the memory free now (formulas.md step 1). Not on
+  //    the CPU stand-in: that check is the GPU worker's.
+  if (facts.engine_requested_bytes && facts.free_now && !facts.survey.no_gpu &&
+      facts.free_now->gpu_memory_bytes < *facts.engine_requested_bytes) {
+    const std::uint64_t free = facts.free_now->gpu_memory_bytes, requested = *facts.engine_requested_bytes;
+    out.push_back(reason("free_memory_below_requested", "FAIL",
+                         facts.engine + " would refuse to start: free memory " + gib_text(free) +
+                             " < requested " + gib_text(requested) + " (total x gpu_memory_utilization)",
+                         {{"free_bytes", free}, {"requested_bytes", requested}}));
+  }
+  // 3. The model does not fit in the memory free now.
+  if (facts.free_now && !facts.free_now->capacity.fits) {
+    const Capacity& c = facts.free_now->capacity;
+    out.push_back(reason("model_does_not_fit", "FAIL",
+                         "one sequence of " + std::to_string(facts.max_model_len) +
+                             " tokens does not fit in the memory free now" + where + ": " +
+                             gib_text(c.available_kv_bytes) + " for KV of " +
+                             gib_text(facts.free_now->gpu_memory_bytes) + " free",
+                         {{"gpu_memory_bytes", facts.free_now->gpu_memory_bytes},
+                          {"available_kv_bytes", c.available_kv_bytes},
+                          {"max_concurrency", c.max_concurrency},
+                          {"max_model_len", facts.max_model_len},
+                          {"largest_max_model_len", c.largest_max_model_len}}));
+  }
+  // 4. Fewer than N sequences fit at the requested length.
+  if (facts.free_now && facts.free_now->capacity.fits && facts.requested_concurrency &&
+      facts.free_now->capacity.max_concurrency + 1e-9 < static_cast<double>(*facts.requested_concurrency)) {
+    const Capacity& c = facts.free_now->capacity;
+    out.push_back(reason("concurrency_does_not_fit", "FAIL",
+                         std::to_string(*facts.requested_concurrency) + " sequences of " +
+                             std::to_string(facts.max_model_len) +
+                             " tokens do not fit in the memory free now" + where + ": max concurrency " +
+                             num(c.max_concurrency, 2),
+                         {{"requested_concurrency", *facts.requested_concurrency},
+                          {"max_concurrency", c.max_concurrency},
+                          {"max_model_len", facts.max_model_len},
+                          {"available_kv_bytes", c.available_kv_bytes}}));
+  }
+  // 5. A probe's float64 reference check failed: a device fault, never a figure.
+  for (const ProbeFacts& p : facts.probes) {
+    if (!p.reference_ok) {
+      out.push_back(reason("probe_reference_failed", "FAIL",
+                           p.probe_kernel + " at context " + std::to_string(p.context) +
+                               " failed its float64 reference check: " + p.error,
+                           {{"kernel", p.kernel},
+                            {"probe_kernel", p.probe_kernel},
+                            {"context", p.context},
+                            {"max_abs_error", std::isfinite(p.max_error) ? nlohmann::json(p.max_error)
+                                                                         : nlohmann::json(nullptr)}}));
+    }
+  }
+  // 6. The engine's kernel does not split the context and 32K decode is K x slower than 1K.
+  if (!facts.splits_context) {
+    const DecodeFacts* short_ctx = decode_at(facts, rules.cliff_short_context);
+    const DecodeFacts* long_ctx = decode_at(facts, rules.cliff_long_context);
+    if (short_ctx && long_ctx && short_ctx->engine_path.ms_per_token > 0) {
+      const double ratio = long_ctx->engine_path.ms_per_token / short_ctx->engine_path.ms_per_token;
+      if (ratio > rules.cliff_growth_limit) {
+        out.push_back(reason("decode_cliff", "WARN",
+                             facts.kernel + " does not split the context: decode at " +
+                                 std::to_string(rules.cliff_long_context) + " tokens is predicted " +
+                                 num(ratio, 2) + "x slower than at " +
+                                 std::to_string(rules.cliff_short_context) + " (" +
+                                 num(long_ctx->engine_path.ms_per_token, 2) + " vs " +
+                                 num(short_ctx->engine_path.ms_per_token, 2) + " ms/token; split-KV " +
+                                 num(long_ctx->split.ms_per_token, 2) + " ms/token at " +
+                                 std::to_string(rules.cliff_long_context) + ")",
+                             {{"kernel", facts.kernel},
+                              {"ms_per_token_short", short_ctx->engine_path.ms_per_token},
+                              {"ms_per_token_long", long_ctx->engine_path.ms_per_token},
+                              {"split_ms_per_token_long", long_ctx->split.ms_per_token},
+                              {"ratio", ratio},
+                              {"limit", rules.cliff_growth_limit}}));
+      }
+    }
+  }
+  // 7. Bandwidth below 80% of the catalog peak.
+  if (facts.bandwidth && facts.bandwidth->catalog_peak_bytes_per_s &&
+      *facts.bandwidth->catalog_peak_bytes_per_s > 0) {
+    const double measured = facts.bandwidth->measured_bytes_per_s;
+    const double peak = *facts.bandwidth->catalog_peak_bytes_per_s;
+    const double ratio = measured / peak;
+    if (ratio < rules.bandwidth_ratio_floor) {
+      out.push_back(reason(
+          "bandwidth_below_peak", "WARN",
+          "measured " + num(measured / 1e12, 2) + " TB/s is " + num(ratio * 100, 0) + "% of the catalog's " +
+              num(peak / 1e12, 2) + " TB/s (below " + num(rules.bandwidth_ratio_floor * 100, 0) + "%)",
+          {{"measured_bytes_per_s", measured}, {"peak_bytes_per_s", peak}, {"ratio", ratio}}));
+    }
+  }
+  // 8. Memory already held by other processes.
+  for (const probes::DeviceRecord& d : facts.survey.devices) {
+    if (d.memory_used_by_others_bytes && *d.memory_used_by_others_bytes > 0) {
+      out.push_back(reason("memory_held_by_others", "WARN",
+                           "device " + std::to_string(d.index) + " (" + d.name + "): other processes hold " +
+                               gib_text(*d.memory_used_by_others_bytes) + " (" +
+                               std::to_string(d.processes.size()) + " listed, source " + d.sources.processes +
+                               ")",
+                           {{"device", d.index},
+                            {"used_by_others_bytes", *d.memory_used_by_others_bytes},
+                            {"processes", d.processes.size()}}));
+    }
+  }
+  // 9. A figure whose samples did not meet the stopping rule's noise bound.
+  if (facts.bandwidth && !facts.bandwidth->converged) {
+    out.push_back(reason(
+        "measurement_not_converged", "WARN",
+        "bandwidth: relative noise " + num(facts.bandwidth->noise * 100, 2) + "% after " +
+            std::to_string(facts.bandwidth->samples) + " samples did not meet the bound",
+        {{"figure", "bandwidth"}, {"noise", facts.bandwidth->noise}, {"samples", facts.bandwidth->samples}}));
+  }
+  for (const ProbeFacts& p : facts.probes) {
+    if (p.measured && p.reference_ok && !p.converged) {
+      out.push_back(
+          reason("measurement_not_converged", "WARN",
+                 p.kernel + " (" + p.probe_kernel + ") at " + std::to_string(p.context) +
+                     ": relative noise " + num(p.noise * 100, 2) + "% after " + std::to_string(p.samples) +
+                     " samples did not meet the bound",
+                 {{"figure", p.kernel}, {"context", p.context}, {"noise", p.noise}, {"samples", p.samples}}));
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PreflightReason& a, const PreflightReason& b) {
+    return a.severity == "FAIL" && b.severity != "FAIL";
+  });
+  return out;
+}
+
+std::string verdict_of(const std::vector<PreflightReason>& reasons) {
+  std::string verdict = "PASS";
+  for (const PreflightReason& r : reasons) {
+    if (r.severity == "FAIL") return "FAIL";
+    verdict = "WARN";
+  }
+  return verdict;
+}
+
+int preflight_exit_code(const std::string& verdict, const std::string& fail_on) {
+  if (verdict == "FAIL") return 1;
+  if (verdict == "WARN" && fail_on == "warn") return 1;
+  return 0;
+}
+
+}  // namespace kvsight::app
