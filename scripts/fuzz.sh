@@ -36,7 +36,10 @@ if command -v ninja >/dev/null; then generator=(-G Ninja); fi
 # No -Werror here: clang 14 warns where g++ does not (the warning gate is the g++
 # build in scripts/test.sh); this build exists to fuzz.
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  # -g1 and unity batches as in scripts/sanitize.sh (docs/reliability.md): line tables are all
+  # a crash report's stack needs, and the build is most of the smoke run's time.
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKVSIGHT_UNITY_BUILD=ON \
     -DKVSIGHT_FUZZ=ON -DKVSIGHT_BUILD_TESTS=OFF -DKVSIGHT_CUDA=OFF -DKVSIGHT_HIP=OFF ${CMAKE_ARGS:-}
 fi
 build_targets=()
