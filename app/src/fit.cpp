@@ -16,6 +16,7 @@
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
 #include "kvsight/gpu.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
 
@@ -24,18 +25,6 @@ namespace {
 // Upper bound of --max-gpus: a search grid of TP x PP pairs, each planned per GPU kind,
 // KV type and block size, must stay a sub-second search (docs/reference/fleet.md).
 constexpr std::uint32_t kMaxGpusLimit = 64;
-
-std::string gib_text(std::uint64_t bytes) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", to_gib(bytes));
-  return buf;
-}
-
-std::string two_decimals(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", value);
-  return buf;
-}
 
 // Which option fields the engine reads (its registration, Engine::flags): fit searches
 // only what the engine has, and states the request in the engine's own terms.
@@ -129,7 +118,7 @@ std::string rejection_for_capacity(const FitRequest& request, const PlanItem& it
   }
   return std::to_string(request.concurrency) + " sequences of " + std::to_string(request.context) +
          " tokens need " + need + " of KV per rank (" + gib_text(per_sequence) + " each); the engine gives " +
-         gib_text(c.available_kv_bytes) + ": max concurrency " + two_decimals(c.max_concurrency);
+         gib_text(c.available_kv_bytes) + ": max concurrency " + fixed_text(c.max_concurrency, 2);
 }
 
 FitCandidate evaluate(const FitRequest& request, const EngineSetup& setup, const ModelSpec& model,

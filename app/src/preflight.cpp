@@ -15,6 +15,7 @@
 #include "kvsight/error.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/model.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
 
@@ -38,14 +39,6 @@ std::vector<std::string> words(const std::string& text) {
   }
   if (!word.empty()) out.push_back(word);
   return out;
-}
-
-std::string fmt(double value, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << value;
-  return out.str();
 }
 
 std::string utc_now() {
@@ -300,7 +293,7 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
     bandwidth.converged = out.bandwidth->read_converged;
     bandwidth.samples = out.bandwidth->read.repeats;
     facts.bandwidth = bandwidth;
-    progress(1, "bandwidth", fmt(out.bandwidth->read_gbps, 1) + " GB/s");
+    progress(1, "bandwidth", fixed_text(out.bandwidth->read_gbps, 1) + " GB/s");
   }
 
   std::vector<probes::SweepResult> sweeps;  // nosplit, splitkv: the points that passed
@@ -350,8 +343,8 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
         else
           for (std::size_t k = 0; k < 2; ++k) sweeps[k].points.push_back(point[k].points.front());
         progress(step, "context " + std::to_string(context),
-                 "nosplit " + fmt(point[0].points.front().time_us, 1) + " us, splitkv " +
-                     fmt(point[1].points.front().time_us, 1) + " us");
+                 "nosplit " + fixed_text(point[0].points.front().time_us, 1) + " us, splitkv " +
+                     fixed_text(point[1].points.front().time_us, 1) + " us");
       } else {
         progress(step, "context " + std::to_string(context), "reference check FAILED");
       }

@@ -6,21 +6,11 @@
 #include <cstdio>
 
 #include "kvsight/app/preflight.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
 
 namespace {
-
-std::string gib_text(std::uint64_t bytes) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f GiB", static_cast<double>(bytes) / 1073741824.0);
-  return buffer;
-}
-std::string num(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
 
 PreflightReason reason(std::string code, std::string severity, std::string message, nlohmann::json figures) {
   return PreflightReason{std::move(code), std::move(severity), std::move(message), std::move(figures)};
@@ -76,7 +66,7 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
                          std::to_string(*facts.requested_concurrency) + " sequences of " +
                              std::to_string(facts.max_model_len) +
                              " tokens do not fit in the memory free now" + where + ": max concurrency " +
-                             num(c.max_concurrency, 2),
+                             fixed_text(c.max_concurrency, 2),
                          {{"requested_concurrency", *facts.requested_concurrency},
                           {"max_concurrency", c.max_concurrency},
                           {"max_model_len", facts.max_model_len},
@@ -105,11 +95,11 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
         out.push_back(reason("decode_cliff", "WARN",
                              facts.kernel + " does not split the context: decode at " +
                                  std::to_string(rules.cliff_long_context) + " tokens is predicted " +
-                                 num(ratio, 2) + "x slower than at " +
+                                 fixed_text(ratio, 2) + "x slower than at " +
                                  std::to_string(rules.cliff_short_context) + " (" +
-                                 num(long_ctx->engine_path.ms_per_token, 2) + " vs " +
-                                 num(short_ctx->engine_path.ms_per_token, 2) + " ms/token; split-KV " +
-                                 num(long_ctx->split.ms_per_token, 2) + " ms/token at " +
+                                 fixed_text(long_ctx->engine_path.ms_per_token, 2) + " vs " +
+                                 fixed_text(short_ctx->engine_path.ms_per_token, 2) + " ms/token; split-KV " +
+                                 fixed_text(long_ctx->split.ms_per_token, 2) + " ms/token at " +
                                  std::to_string(rules.cliff_long_context) + ")",
                              {{"kernel", facts.kernel},
                               {"ms_per_token_short", short_ctx->engine_path.ms_per_token},
@@ -127,11 +117,12 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
     const double peak = *facts.bandwidth->catalog_peak_bytes_per_s;
     const double ratio = measured / peak;
     if (ratio < rules.bandwidth_ratio_floor) {
-      out.push_back(reason(
-          "bandwidth_below_peak", "WARN",
-          "measured " + num(measured / 1e12, 2) + " TB/s is " + num(ratio * 100, 0) + "% of the catalog's " +
-              num(peak / 1e12, 2) + " TB/s (below " + num(rules.bandwidth_ratio_floor * 100, 0) + "%)",
-          {{"measured_bytes_per_s", measured}, {"peak_bytes_per_s", peak}, {"ratio", ratio}}));
+      out.push_back(
+          reason("bandwidth_below_peak", "WARN",
+                 "measured " + fixed_text(measured / 1e12, 2) + " TB/s is " + fixed_text(ratio * 100, 0) +
+                     "% of the catalog's " + fixed_text(peak / 1e12, 2) + " TB/s (below " +
+                     fixed_text(rules.bandwidth_ratio_floor * 100, 0) + "%)",
+                 {{"measured_bytes_per_s", measured}, {"peak_bytes_per_s", peak}, {"ratio", ratio}}));
     }
   }
   // 8. Memory already held by other processes.
@@ -151,7 +142,7 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
   if (facts.bandwidth && !facts.bandwidth->converged) {
     out.push_back(reason(
         "measurement_not_converged", "WARN",
-        "bandwidth: relative noise " + num(facts.bandwidth->noise * 100, 2) + "% after " +
+        "bandwidth: relative noise " + fixed_text(facts.bandwidth->noise * 100, 2) + "% after " +
             std::to_string(facts.bandwidth->samples) + " samples did not meet the bound",
         {{"figure", "bandwidth"}, {"noise", facts.bandwidth->noise}, {"samples", facts.bandwidth->samples}}));
   }
@@ -160,8 +151,8 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
       out.push_back(
           reason("measurement_not_converged", "WARN",
                  p.kernel + " (" + p.probe_kernel + ") at " + std::to_string(p.context) +
-                     ": relative noise " + num(p.noise * 100, 2) + "% after " + std::to_string(p.samples) +
-                     " samples did not meet the bound",
+                     ": relative noise " + fixed_text(p.noise * 100, 2) + "% after " +
+                     std::to_string(p.samples) + " samples did not meet the bound",
                  {{"figure", p.kernel}, {"context", p.context}, {"noise", p.noise}, {"samples", p.samples}}));
     }
   }

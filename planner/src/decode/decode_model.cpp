@@ -11,6 +11,7 @@
 #include "kvsight/footprint.hpp"
 #include "kvsight/input_file.hpp"
 #include "kvsight/least_squares.hpp"
+#include "kvsight/number_text.hpp"
 #include "kvsight/split_plan.hpp"
 #include "kvsight/weights.hpp"
 
@@ -30,14 +31,6 @@ constexpr double kCliffBytesPerTokenPerProgram = (256.0 + 256.0) * 2.0;
 // (assumed; no published figure for the split kernel at full occupancy).
 constexpr double kAchievedBandwidthShare = 0.8;
 
-std::string fmt(double value, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << value;
-  return out.str();
-}
-
 // The gfx1100 calibration: the published per-call times of kernel_paged_attention_2d
 // at 1024 and 32768 tokens (cliff.md kernel profile, 2 programs: batch 1 x 2 KV heads).
 KernelCalibration gfx1100_calibration() {
@@ -53,7 +46,7 @@ KernelCalibration gfx1100_calibration() {
   c.source =
       "gfx1100 published figures (cliff.md, vLLM #50264): kernel_paged_attention_2d 356.664 us at 1024 and "
       "10,095.188 us at 32768 tokens, 2 programs of head_dim 256 bf16 -> t0 " +
-      fmt(c.call_overhead_us, 2) + " us, " + fmt(c.per_program_gbps, 3) +
+      fixed_text(c.call_overhead_us, 2) + " us, " + fixed_text(c.per_program_gbps, 3) +
       " GB/s per program; split reduce 4.117 us (PR #45916); fill-device bandwidth 80% of 800 GB/s (assumed)";
   return c;
 }
@@ -90,11 +83,12 @@ KernelCalibration default_calibration(const GpuSpec& gpu) {
   c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
   c.concurrent_programs = gpu.multiprocessors;
   c.source = "estimate for " + gpu.id +
-             ": gfx1100 calibration (cliff.md #50264: " + fmt(base.per_program_gbps, 3) +
-             " GB/s per program, t0 " + fmt(base.call_overhead_us, 2) + " us) scaled by bandwidth per " +
-             (gpu.vendor == "nvidia" ? "SM" : "CU") + " x" + fmt(scale, 2) + " -> " +
-             fmt(c.per_program_gbps, 3) + " GB/s per program; fill-device bandwidth 80% of " +
-             fmt(gpu.bandwidth_gbps, 0) + " GB/s; measure with `kvsight probe sweep` and pass --calibration";
+             ": gfx1100 calibration (cliff.md #50264: " + fixed_text(base.per_program_gbps, 3) +
+             " GB/s per program, t0 " + fixed_text(base.call_overhead_us, 2) +
+             " us) scaled by bandwidth per " + (gpu.vendor == "nvidia" ? "SM" : "CU") + " x" +
+             fixed_text(scale, 2) + " -> " + fixed_text(c.per_program_gbps, 3) +
+             " GB/s per program; fill-device bandwidth 80% of " + fixed_text(gpu.bandwidth_gbps, 0) +
+             " GB/s; measure with `kvsight probe sweep` and pass --calibration";
   return c;
 }
 
@@ -193,8 +187,8 @@ DecodeScenario vllm_50264_scenario() {
   const double call_518 = attention_call_us(s, group, 518, false);
   s.baseline_ms = 82.51 - 16.0 * call_518 / 1000.0;
   s.baseline_source =
-      "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fmt(call_518, 3) +
-      " us predicted attention = " + fmt(s.baseline_ms, 3) +
+      "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fixed_text(call_518, 3) +
+      " us predicted attention = " + fixed_text(s.baseline_ms, 3) +
       " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
   // PR #45916's split count: no split below about 84 x 16 = 1344 tokens; 14 splits
   // at batch 1 from 4K up. Between 1344 and 4096 the PR's count is not published:
@@ -388,13 +382,13 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   }
   if (std::all_of(x.begin(), x.end(), [&x](double c) { return c == x.front(); }))
     reader.fail(nosplit_where + ".points",
-                "all have context " + fmt(x.front(), 0) +
+                "all have context " + fixed_text(x.front(), 0) +
                     "; allowed: at least two different contexts (a slope needs them)");
   const double slope = least_squares_slope(x, y);
   if (slope <= 0) {
     throw InputError("--calibration", "'" + origin +
                                           "': the nosplit time does not grow with context (slope " +
-                                          fmt(slope, 6) + " us/token); sweep longer contexts");
+                                          fixed_text(slope, 6) + " us/token); sweep longer contexts");
   }
   double mean_x = 0, mean_y = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -426,7 +420,7 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
     if (ctas >= 1 && ctas <= 1024) c.ctas_per_multiprocessor = static_cast<std::uint32_t>(ctas);
     if (best > 0) {
       c.achieved_bandwidth_gbps = best;
-      split_note = "fill-device bandwidth " + fmt(best, 1) + " GB/s (best splitkv point)";
+      split_note = "fill-device bandwidth " + fixed_text(best, 1) + " GB/s (best splitkv point)";
     }
   }
   const auto text_at = [&](const char* key) {
@@ -434,10 +428,10 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
     return it == nosplit->end() ? std::string("?") : printable(*it);
   };
   c.source = "probe sweep '" + origin + "' (" + text_at("backend") + ", " + text_at("device") +
-             ", nosplit, " + std::to_string(x.size()) + " points, head_dim " + fmt(head_dim, 0) + ", " +
-             fmt(kv_heads, 0) + " KV heads): slope " + fmt(slope, 4) + " us/token -> " +
-             fmt(c.per_program_gbps, 3) + " GB/s per program, t0 " + fmt(c.call_overhead_us, 2) + " us; " +
-             split_note;
+             ", nosplit, " + std::to_string(x.size()) + " points, head_dim " + fixed_text(head_dim, 0) +
+             ", " + fixed_text(kv_heads, 0) + " KV heads): slope " + fixed_text(slope, 4) + " us/token -> " +
+             fixed_text(c.per_program_gbps, 3) + " GB/s per program, t0 " +
+             fixed_text(c.call_overhead_us, 2) + " us; " + split_note;
   return c;
 }
 
@@ -527,11 +521,12 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
     const double launch_ms = decode_options.launch_us_per_layer * model.num_layers() / 1000.0;
     s.baseline_ms = weight_ms + state_ms + launch_ms;
     s.baseline_source =
-        "estimate: weights " + fmt(static_cast<double>(weights.bytes_per_rank) / 1e9, 2) + " GB/rank at " +
-        fmt(decode_options.bandwidth_efficiency * 100, 0) + "% of " + fmt(gpu.bandwidth_gbps, 0) +
-        " GB/s = " + fmt(weight_ms, 2) + " ms + recurrent state " + fmt(state_ms, 3) + " ms + launches " +
-        fmt(decode_options.launch_us_per_layer, 0) + " us x " + std::to_string(model.num_layers()) +
-        " layers = " + fmt(launch_ms, 2) + " ms (give a measured --baseline-ms for a real figure)";
+        "estimate: weights " + fixed_text(static_cast<double>(weights.bytes_per_rank) / 1e9, 2) +
+        " GB/rank at " + fixed_text(decode_options.bandwidth_efficiency * 100, 0) + "% of " +
+        fixed_text(gpu.bandwidth_gbps, 0) + " GB/s = " + fixed_text(weight_ms, 2) + " ms + recurrent state " +
+        fixed_text(state_ms, 3) + " ms + launches " + fixed_text(decode_options.launch_us_per_layer, 0) +
+        " us x " + std::to_string(model.num_layers()) + " layers = " + fixed_text(launch_ms, 2) +
+        " ms (give a measured --baseline-ms for a real figure)";
   }
   s.split_source =
       "split count: fill the device (about 2 programs per CU/SM, at least 256 tokens per split); "
@@ -559,8 +554,8 @@ std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const Gp
   return "decode cliff: " + gates.engine + " runs " + gates.primary.selected +
          " (no context split: " + std::to_string(scenario.batch) + " x " +
          std::to_string(gates.primary.kv_heads_per_rank) + " programs) on " + gpu.family + "; predicted " +
-         fmt(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " + fmt(curve.points[1].tok_s, 1) + " tok/s at " +
-         std::to_string(long_context) + " tokens (" + fmt(long_ms / short_ms, 1) +
+         fixed_text(curve.points[0].tok_s, 1) + " tok/s at 1024 -> " + fixed_text(curve.points[1].tok_s, 1) +
+         " tok/s at " + std::to_string(long_context) + " tokens (" + fixed_text(long_ms / short_ms, 1) +
          "x slower; non-attention time estimated from weights; calibration: " +
          (gpu.arch == "gfx1100" ? "cliff.md gfx1100 figures" : "estimate scaled from gfx1100") +
          "); see `kvsight gates` and `kvsight cliff --model " + model.id + " --gpu " + gpu.id + "`";
