@@ -3,17 +3,23 @@
 // the planner (app/, planner/src/decode/): fixed digits, and bytes as GiB (2^30 B, the
 // unit every kvsight figure uses unless it says otherwise). cli/output.hpp renders with
 // the same rules for the terminal.
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 namespace kvsight {
 
-// "%.*f": 3.14159, 2 -> "3.14"; C formatting, so no locale's decimal comma.
+// "%.*f": 3.14159, 2 -> "3.14"; C formatting, so no locale's decimal comma. Sized by a
+// first snprintf, so a huge value from a hostile calibration file (1e300 is 301 digits)
+// prints whole instead of being cut at a fixed buffer.
 inline std::string fixed_text(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
+  const int length = std::snprintf(nullptr, 0, "%.*f", digits, value);
+  if (length <= 0) return "?";
+  std::string out(static_cast<std::size_t>(length) + 1, '\0');
+  std::snprintf(out.data(), out.size(), "%.*f", digits, value);
+  out.resize(static_cast<std::size_t>(length));
+  return out;
 }
 
 // 4831838208 -> "4.50 GiB".
