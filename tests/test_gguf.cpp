@@ -257,5 +257,28 @@ TEST(Gguf, NoArchitectureOrNoTensorsIsRefused) {
   }
 }
 
+TEST(Gguf, HfCacheRepositoryOfGgufFilesOnly) {
+  // A -GGUF repository in the HF cache has no config.json: `--model ORG/NAME` reads its
+  // one GGUF; a second, different GGUF makes it ambiguous (exit 2, both named).
+  const std::string path = make_gguf("tinyllama.gguf", "tinyllama");
+  ASSERT_FALSE(path.empty());
+  const std::string hub = test::temp_dir("gguf-hub");
+  const std::string snapshot = hub + "/models--acme--tiny-GGUF/snapshots/rev1";
+  fs::create_directories(snapshot);
+  fs::create_symlink(path, snapshot + "/tinyllama.Q8_0.gguf");  // the cache links to blobs
+  ::setenv("HF_HUB_CACHE", hub.c_str(), 1);
+  const ModelSpec m = resolve_model("acme/tiny-GGUF");
+  EXPECT_EQ(m.num_layers(), 22u);
+  ASSERT_TRUE(m.exact_weights);
+  EXPECT_EQ(m.exact_weights->bytes, tinyllama_bytes(34, 32));
+  fs::create_symlink(path, snapshot + "/tinyllama.F16.gguf");
+  const auto run = test::run_kvsight({"plan", "--model", "acme/tiny-GGUF"});
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("tinyllama.F16.gguf"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("tinyllama.Q8_0.gguf"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("pass the path"), std::string::npos) << run.err;
+}
+
 }  // namespace
 }  // namespace kvsight

@@ -87,6 +87,13 @@ RecurrentStateBytes recurrent_state_bytes(const RecurrentSpec& spec, std::uint32
       // LFM2 short convolution: (hidden / tp, L_cache - 1) (mamba_utils.py short_conv_state_shape).
       out.conv = checked_mul(checked_mul(ceil_div(spec.d_inner, tp), conv_cols, "conv state"), conv_b, "conv state");
       break;
+    case RecurrentKind::lightning:
+      // MiniMax lightning attention: one (heads / tp, head_dim, head_dim) state, no conv
+      // (mamba_utils.py linear_attention_state_shape, vLLM 0.23 and 0.33; model-inputs.md).
+      out.ssm = checked_mul(checked_mul(checked_mul(ceil_div(spec.n_heads, tp), spec.head_dim, "ssm state"),
+                                        spec.head_dim, "ssm state"),
+                            ssm_b, "ssm state");
+      break;
   }
   return out;
 }

@@ -21,7 +21,9 @@ enum class LayerKind {
 };
 std::string_view to_string(LayerKind kind);
 
-enum class RecurrentKind { mamba1, mamba2, gated_delta_net, short_conv };
+// lightning: MiniMax-Text-01 / M1 linear ("lightning") attention, one
+// heads x head_dim x head_dim state per layer (docs/reference/model-inputs.md).
+enum class RecurrentKind { mamba1, mamba2, gated_delta_net, short_conv, lightning };
 std::string_view to_string(RecurrentKind kind);
 
 // Shapes of a recurrent layer's per-sequence state, in vLLM's terms
@@ -48,6 +50,7 @@ struct LayerSpec {
   std::uint64_t window = 0;      // sliding window W or chunk size C, tokens
   bool rope = true;              // false for NoPE layers (SmolLM3, Llama 4 global layers)
   std::int32_t kv_source_layer = -1;  // shared_kv: index of the layer whose KV it reads
+  bool indexer = false;               // MLA layer with a sparse-attention indexer K cache (DeepSeek V3.2)
 
   bool is_attention() const {
     return kind == LayerKind::full_attention || kind == LayerKind::sliding_window ||
@@ -70,6 +73,15 @@ struct MlaSpec {
   // A GGUF converted before llama.cpp PR #12801 (no attention.key_length_mla):
   // llama.cpp caches decompressed per-head K and V for it whatever the build.
   bool gguf_decompressed_cache = false;
+};
+
+// DeepSeek V3.2 sparse attention (DSA): a "lightning indexer" per layer scores
+// past tokens and keeps index_topk of them; its keys are cached per token
+// (index_n_heads, index_head_dim, index_topk in config.json; vLLM deepseek_v2.py).
+struct IndexerSpec {
+  std::uint32_t n_heads = 0;   // index_n_heads (query heads of the indexer)
+  std::uint32_t head_dim = 0;  // index_head_dim (one cached key of this size per token)
+  std::uint32_t topk = 0;      // index_topk (tokens each query attends to)
 };
 
 struct MoeSpec {
@@ -122,6 +134,12 @@ struct ModelSpec {
   MoeSpec moe;
   std::optional<MlaSpec> mla;
   std::optional<RecurrentSpec> recurrent;
+  std::optional<IndexerSpec> indexer;  // DeepSeek V3.2 family; layers with one have LayerSpec::indexer
+  // Parameters of a multimodal model's vision (or audio) encoder and projector,
+  // from vision_config shapes (0 when text-only or not known); `vision_tower`
+  // names the architecture counted.
+  std::uint64_t vision_params = 0;
+  std::string vision_tower;
 
   std::uint64_t max_position_embeddings = 0;
   std::uint64_t config_max_len = 0;  // min over every length key vLLM reads (n_positions, max_seq_len, ...)

@@ -15,6 +15,7 @@ namespace kvsight {
 struct WeightsEstimate {
   std::uint64_t params = 0;            // total parameters from shapes
   std::uint64_t embedding_params = 0;  // embedding + untied lm_head
+  std::uint64_t vision_params = 0;     // vision encoder + projector, from vision_config (in params)
   std::uint64_t bytes = 0;             // total bytes (exact when `exact`)
   std::uint64_t bytes_per_rank = 0;    // the largest share one TP/PP rank holds
   double bits_per_weight = 16.0;       // on the linears
@@ -58,7 +59,14 @@ struct SafetensorsSet {
   std::vector<std::string> files;    // counted, file names
   std::vector<std::string> skipped;  // present but not counted
   std::string how;                   // which rule chose the files, one phrase
+  // Of `bytes`, the vision / audio encoder and projector tensors
+  // (is_multimodal_encoder_tensor), and how many.
+  std::uint64_t encoder_bytes = 0;
+  std::uint64_t encoder_tensors = 0;
 };
+// Whether a checkpoint tensor belongs to a vision / audio encoder or its projector,
+// by its name (vision_tower., visual., multi_modal_projector., ...).
+bool is_multimodal_encoder_tensor(const std::string& name);
 std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir);
 // safetensors_in_dir(dir)->bytes.
 std::optional<std::uint64_t> safetensors_bytes_in_dir(const std::string& dir);

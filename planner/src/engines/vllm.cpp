@@ -131,6 +131,11 @@ std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOpti
 
 // ---------------------------------------------------------------- 1. per-layer spec
 
+std::uint64_t indexer_k_bytes_per_token(const IndexerSpec& indexer) {
+  // deepseek_v2.py Indexer: quant_block_size 128, head_dim + head_dim // 128 * 4 bytes.
+  return std::uint64_t{indexer.head_dim} + std::uint64_t{indexer.head_dim} / 128 * 4;
+}
+
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
                                               std::uint32_t attn_block) {
   std::vector<LayerCacheSpec> specs;
@@ -176,6 +181,18 @@ std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTy
       s.page_bytes = checked_mul(attn_block, s.bytes_per_token, "page bytes");
     }
     specs.push_back({i, s});
+    if (l.indexer && model.indexer) {
+      // DeepSeek V3.2: the layer's indexer keeps its own K cache, an MLAAttentionSpec of
+      // one head, uint8, head_size index_head_dim + index_head_dim / 128 x 4 (fp8 keys
+      // plus one fp32 scale per 128), whatever --kv-cache-dtype (deepseek_v2.py
+      // DeepseekV32IndexerCache, 0.33; model-inputs.md "DeepSeek V3.2").
+      CacheSpec ix;
+      ix.kind = SpecKind::mla;
+      ix.bytes_per_token = indexer_k_bytes_per_token(*model.indexer);
+      ix.block_size = attn_block;
+      ix.page_bytes = checked_mul(attn_block, ix.bytes_per_token, "indexer page bytes");
+      specs.push_back({i, ix});
+    }
   }
   return specs;
 }
@@ -202,7 +219,8 @@ Layout group_kv_cache_specs(std::vector<LayerCacheSpec> specs, std::uint32_t num
     Group g{specs.front().spec, {}};
     for (const LayerCacheSpec& p : specs) {
       g.layers.push_back(p.layer);
-      out.layer_page[p.layer] = p.spec.page_bytes;
+      // A layer may hold two caches (DeepSeek V3.2: MLA latent + indexer keys).
+      out.layer_page[p.layer] = checked_add(out.layer_page[p.layer], p.spec.page_bytes, "layer page");
     }
     out.uniform_type = !uniform_spec;
     out.group_size = static_cast<std::uint32_t>(g.layers.size());
@@ -863,6 +881,22 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, kv_stage);
   result.kv.bytes_per_token = tf.bytes_per_token;
   result.kv.bytes_per_token_all_layers = tf.bytes_per_token_all_layers;
+  if (model.indexer) {
+    // The indexer K caches grow with context like the MLA latent (stage 1 above).
+    std::uint64_t indexer_layers = 0;
+    for (std::uint32_t i : pp_stage_layers(model.num_layers(), options.pp, kv_stage))
+      indexer_layers += model.layers[i].indexer ? 1 : 0;
+    const std::uint64_t ix =
+        checked_mul(indexer_layers, indexer_k_bytes_per_token(*model.indexer), "indexer bytes");
+    result.kv.bytes_per_token = checked_add(result.kv.bytes_per_token, ix, "kv bytes per token");
+    result.kv.bytes_per_token_all_layers =
+        checked_add(result.kv.bytes_per_token_all_layers, ix, "kv bytes per token");
+    result.notes.push_back(
+        "sparse-attention indexer K cache: " + std::to_string(indexer_layers) + " layers x " +
+        std::to_string(indexer_k_bytes_per_token(*model.indexer)) +
+        " B per token, in the KV cache group beside the MLA latent (deepseek_v2.py, 0.33); "
+        "sparse MLA backends take blocks in multiples of 64");
+  }
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
   result.kv.block_size = block;
   result.kv.context = context;
@@ -966,7 +1000,10 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   std::uint64_t block = options.block_size.value_or(16);  // cache.py: 16 on CUDA
   if (mla) {
     const bool fp8 = options.kv_cache_dtype.rfind("fp8", 0) == 0;
-    if (rules.mla_flash_attn && !fp8 && !hybrid) {
+    // Sparse MLA (DeepSeek V3.2 indexer) runs only on the *_MLA_SPARSE backends, all
+    // MultipleOf(64) (mla/flashmla_sparse.py, flashattn_mla_sparse.py, 0.33).
+    const bool sparse = model.indexer.has_value();
+    if (rules.mla_flash_attn && !fp8 && !hybrid && !sparse) {
       // 0.33, Hopper assumed (no device here): FLASH_ATTN_MLA first in platforms/cuda.py,
       // kernel blocks MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py): the default
       // 16 and any user multiple of 16 stand; otherwise FlashMLA's 64 (mla/flashmla.py).

@@ -128,6 +128,9 @@ struct ReportFigures {
 };
 
 bool has_recurrent(const ModelSpec& model);
+// Bytes one token adds to one layer's DeepSeek V3.2 indexer K cache (vLLM: fp8 keys plus
+// an fp32 scale per 128 elements).
+std::uint64_t indexer_k_bytes_per_token(const IndexerSpec& indexer);
 bool is_mla_model(const ModelSpec& model);
 std::uint64_t attn_bytes_per_token_max(const ModelSpec& model, const KvTypes& types, std::uint32_t tp);
 std::string_view spec_name(SpecKind kind);

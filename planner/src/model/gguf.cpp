@@ -724,7 +724,8 @@ std::optional<std::string> gguf_in_dir(const std::string& dir) {
     for (std::size_t i = 0; i < models.size() && i < 6; ++i)
       listed += (i ? ", " : "") + fs::path(models[i]).filename().string();
     throw InputError("--model", "directory '" + dir + "' holds " + std::to_string(models.size()) +
-                                    " GGUF models (" + listed + "); pass the one to plan");
+                                    " GGUF models (" + listed +
+                                    "); pass the path of the one to plan, e.g. --model '" + models[0] + "'");
   }
   return models[0];
 }

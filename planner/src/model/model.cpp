@@ -38,6 +38,8 @@ std::string_view to_string(RecurrentKind kind) {
     case RecurrentKind::mamba2: return "mamba2";
     case RecurrentKind::gated_delta_net: return "gated_delta_net";
     case RecurrentKind::short_conv: return "short_conv";
+    case RecurrentKind::lightning:
+      return "lightning";
   }
   return "?";
 }
@@ -158,6 +160,15 @@ void attach_safetensors(ModelSpec& spec, const std::string& dir) {
   w.method = "exact: sum of tensor sizes in the safetensors headers of " + set->how + " (" +
              std::to_string(set->files.size()) + " file" + (set->files.size() == 1 ? "" : "s") + ") in " +
              dir;
+  if (set->encoder_tensors > 0) {
+    w.method +=
+        "; of which " + std::to_string(set->encoder_bytes) + " B in " + std::to_string(set->encoder_tensors) +
+        " vision/audio encoder and projector tensors (vision_tower., visual., multi_modal_projector., ...)";
+  } else if (spec.vision_params > 0) {
+    spec.notes.push_back(
+        "weights: the config has a vision_config but the safetensors hold no vision tensors "
+        "(a text-only checkpoint): the exact bytes have no vision tower");
+  }
   if (!set->skipped.empty()) {
     std::string skipped;
     for (const auto& f : set->skipped) skipped += (skipped.empty() ? "" : ", ") + f;
@@ -201,30 +212,51 @@ std::string read_ref(const fs::path& ref) {
   return text;
 }
 
-// models--org--name/snapshots/<rev>/config.json; the revision refs/main names
-// when present, else the most recently modified snapshot.
+// Whether a snapshot directory holds a GGUF file at its top level (a repository of
+// GGUF files only, e.g. the -GGUF repositories llama.cpp users download).
+bool holds_gguf(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) return true;
+  }
+  return false;
+}
+
+// What a snapshot offers: its config.json, else (no config.json) the snapshot
+// directory itself when it holds GGUF files; nullopt when neither.
+std::optional<fs::path> snapshot_model(const fs::path& snapshot) {
+  std::error_code ec;
+  if (fs::exists(snapshot / "config.json", ec)) return snapshot / "config.json";
+  if (fs::is_directory(snapshot, ec) && holds_gguf(snapshot)) return snapshot;
+  return std::nullopt;
+}
+
+// models--org--name/snapshots/<rev>/config.json (or, for a repository of GGUF
+// files only, the snapshot directory); the revision refs/main names when
+// present, else the most recently modified snapshot.
 std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vector<std::string>& tried) {
   const auto slash = org_name.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 == org_name.size()) return std::nullopt;
   const std::string folder = "models--" + org_name.substr(0, slash) + "--" + org_name.substr(slash + 1);
   for (const auto& root : hf_cache_roots()) {
     const fs::path repo = root / folder;
-    tried.push_back((repo / "snapshots" / "*" / "config.json").string());
+    tried.push_back((repo / "snapshots" / "*" / "config.json").string() + " (or *.gguf)");
     std::error_code ec;
     if (!fs::is_directory(repo / "snapshots", ec)) continue;
     std::string main_rev;
     if (fs::exists(fs::symlink_status(repo / "refs" / "main", ec)))
       main_rev = read_ref(repo / "refs" / "main");
-    if (!main_rev.empty() && fs::exists(repo / "snapshots" / main_rev / "config.json", ec))
-      return repo / "snapshots" / main_rev / "config.json";
+    if (!main_rev.empty())
+      if (auto found = snapshot_model(repo / "snapshots" / main_rev)) return found;
     std::optional<fs::path> best;
     fs::file_time_type best_time{};
     for (const auto& entry : fs::directory_iterator(repo / "snapshots", ec)) {
-      const fs::path config = entry.path() / "config.json";
-      if (!fs::exists(config, ec)) continue;
-      const auto t = fs::last_write_time(config, ec);
+      const auto found = snapshot_model(entry.path());
+      if (!found) continue;
+      const auto t = fs::last_write_time(*found, ec);
       if (!best || t > best_time) {
-        best = config;
+        best = found;
         best_time = t;
       }
     }
@@ -288,6 +320,20 @@ ModelSpec resolve_model(const std::string& model_arg) {
   }
   std::vector<std::string> tried;
   if (auto cached = find_in_hf_cache(model_arg, tried)) {
+    std::error_code dir_ec;
+    if (fs::is_directory(*cached, dir_ec)) {
+      // A repository of GGUF files only (no config.json): its one GGUF model or
+      // split set; several are refused listing them (gguf_in_dir).
+      const auto gguf = gguf_in_dir(cached->string());
+      if (!gguf)
+        throw InputError("--model", "HF cache snapshot '" + cached->string() + "' holds no GGUF model");
+      ModelSpec spec = read_gguf_model(*gguf);
+      spec.id = model_arg;
+      spec.display_name = model_arg;
+      spec.notes.push_back("read from the HF cache: " + fs::path(*gguf).filename().string() +
+                           " (the repository has no config.json)");
+      return spec;
+    }
     ModelSpec spec = from_config_file(*cached, model_arg, cached->parent_path().string());
     spec.display_name = model_arg;
     return spec;

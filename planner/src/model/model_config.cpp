@@ -170,6 +170,13 @@ void apply_class_defaults(json& text, const std::string& model_type, const std::
   }
 }
 
+// MiniMax-Text-01 / MiniMax-M1 (and transformers' "minimax"): lightning
+// attention layers beside softmax ones (vLLM 0.23 minimax_text_01.py).
+bool is_minimax_lightning(const std::string& model_type) {
+  return model_type == "minimax" || model_type == "minimax_text_01" || model_type == "minimax_m1" ||
+         model_type == "MiniMaxM1" || model_type == "MiniMaxText01";
+}
+
 struct ParsedKinds {
   std::vector<LayerKind> kinds;
   RecurrentKind recurrent_kind = RecurrentKind::mamba2;
@@ -183,10 +190,12 @@ LayerKind kind_from_layer_type(const std::string& value, const std::string& fiel
     return LayerKind::sliding_window;
   if (value == "chunked_attention") return LayerKind::chunked_local;
   if (value == "linear_attention") {
-    // Qwen3-Next / Qwen3.5 / Qwen3.6: gated delta-net (transformers qwen3_next).
     has_recurrent = true;
-    rkind = RecurrentKind::gated_delta_net;
-    (void)model_type;
+    // MiniMax (transformers model_type "minimax" writes layer_types): lightning
+    // attention (vLLM 0.23 minimax_text_01.py maps "linear_attention" to type 0).
+    // Everyone else, Qwen3-Next / Qwen3.5 / Qwen3.6: gated delta-net
+    // (transformers qwen3_next).
+    rkind = is_minimax_lightning(model_type) ? RecurrentKind::lightning : RecurrentKind::gated_delta_net;
     return LayerKind::recurrent;
   }
   if (value == "mamba" || value == "mamba2") {
@@ -366,6 +375,33 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
   out.kinds.assign(n, LayerKind::full_attention);
   const std::uint64_t sliding_window = r.positive("sliding_window").value_or(0);
 
+  // MiniMax: attn_type_list (or decoder_attention_types), one integer per layer,
+  // 0 = lightning (linear) attention, 1 = softmax attention; it wins over
+  // layer_types (vLLM 0.23 minimax_text_01.py MiniMaxText01Model; MiniMax-M2's
+  // list is all 1).
+  const char* type_list_key = r.has("attn_type_list") ? "attn_type_list" : "decoder_attention_types";
+  if (const json* list = r.find(type_list_key)) {
+    const std::string field = r.path(type_list_key);
+    if (!list->is_array())
+      throw InputError(field, "is " + describe(*list) +
+                                  "; a list of 0 (linear) / 1 (full attention) per layer is required");
+    if (list->size() != n)
+      throw InputError(field, "has " + std::to_string(list->size()) + " entries but num_hidden_layers is " +
+                                  std::to_string(n) + "; they must match");
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const json& t = (*list)[i];
+      if (!t.is_number_integer() || (t.get<std::int64_t>() != 0 && t.get<std::int64_t>() != 1))
+        throw InputError(
+            field + "[" + std::to_string(i) + "]",
+            "is " + describe(t) + "; 0 (lightning / linear attention) or 1 (full attention) is required");
+      if (t.get<std::int64_t>() == 0) {
+        out.kinds[i] = LayerKind::recurrent;
+        out.has_recurrent = true;
+        out.recurrent_kind = RecurrentKind::lightning;
+      }
+    }
+    return out;
+  }
   if (const json* types = r.find("layer_types")) {
     const std::string field = r.path("layer_types");
     if (!types->is_array())
@@ -500,7 +536,11 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
   // else the model dtype (vLLM MambaStateDtypeCalculator with
   // mamba_ssm_cache_dtype=auto).
   const std::string ssm_field = r.has("mamba_ssm_dtype") ? "mamba_ssm_dtype" : "";
-  if (!ssm_field.empty()) {
+  if (rec.kind == RecurrentKind::lightning) {
+    spec.notes.push_back(
+        "lightning attention state: num_attention_heads x head_dim x head_dim per layer in " + spec.dtype +
+        " (vLLM linear_attention_state_shape / _dtype)");
+  } else if (!ssm_field.empty()) {
     rec.ssm_dtype = canonical_torch_dtype(r.string("mamba_ssm_dtype"), r.path("mamba_ssm_dtype"));
   } else {
     rec.ssm_dtype = spec.dtype;
@@ -544,10 +584,246 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       rec.d_inner = hidden;
       rec.d_conv = opt("conv_L_cache", 3);
       break;
+    case RecurrentKind::lightning:
+      // State (num_attention_heads / tp, head_dim, head_dim) in the model dtype: vLLM
+      // linear_attention_state_dtype takes mamba_cache_dtype ("auto": the model
+      // dtype), not mamba_ssm_dtype (mamba_utils.py, 0.23 and 0.33).
+      rec.n_heads = spec.num_attention_heads;
+      rec.head_dim = spec.head_dim;
+      rec.d_state = spec.head_dim;  // bounds heads x head_dim x head_dim in validate_recurrent
+      rec.ssm_dtype = spec.dtype;
+      if (rec.n_heads == 0 || rec.head_dim == 0)
+        throw InputError(r.path("num_attention_heads"),
+                         "lightning attention layers need num_attention_heads and head_dim");
+      break;
   }
-  validate_recurrent(rec,
-                     r.path(rec.kind == RecurrentKind::gated_delta_net ? "linear_key_head_dim" : "mamba"));
+  validate_recurrent(rec, r.path(rec.kind == RecurrentKind::gated_delta_net ? "linear_key_head_dim"
+                                 : rec.kind == RecurrentKind::lightning     ? "num_attention_heads"
+                                                                            : "mamba"));
   spec.recurrent = rec;
+}
+
+// DeepSeek V3.2 sparse attention (and models sharing it: GLM-5 glm_moe_dsa):
+// vLLM treats a config with index_topk as V3.2 (deepseek_v2.py `is_v32 =
+// hasattr(config, "index_topk")`) and builds an Indexer, with its own K cache,
+// in every MLA layer that does not skip top-k: with index_topk_pattern, layer i
+// skips when pattern[i] == "S"; else it skips when max(i - offset + 1, 0) %
+// index_topk_freq != 0 (offset index_skip_topk_offset, default 2; freq default
+// 1, so every layer has one). Source: vllm 0.33 models/deepseek_v32/attention.py
+// and model_executor/models/deepseek_v2.py.
+void read_indexer(const ConfigReader& r, ModelSpec& spec) {
+  if (!r.has("index_topk")) return;
+  if (!spec.mla) {
+    spec.notes.push_back(
+        "index_topk is set but the model has no MLA (kv_lora_rank): no indexer cache modelled");
+    return;
+  }
+  IndexerSpec ix;
+  ix.topk = r.as_u32(*r.positive("index_topk"), r.path("index_topk"));
+  ix.n_heads = r.as_u32(r.required_positive({"index_n_heads"}), r.path("index_n_heads"));
+  ix.head_dim = r.as_u32(r.required_positive({"index_head_dim"}), r.path("index_head_dim"));
+  if (ix.head_dim > 65536)
+    throw InputError(r.path("index_head_dim"),
+                     "is " + std::to_string(ix.head_dim) + "; at most 65536 is allowed");
+  if (spec.mla->q_lora_rank == 0)
+    throw InputError(
+        r.path("q_lora_rank"),
+        "is absent or 0, but the sparse-attention indexer (index_topk) projects from the q latent; "
+        "a positive q_lora_rank is required (vLLM asserts it)");
+  const std::uint64_t freq = r.positive("index_topk_freq").value_or(1);
+  const std::uint64_t offset = r.positive("index_skip_topk_offset", true).value_or(2);
+  const json* pattern = r.find("index_topk_pattern");
+  std::string pattern_text;
+  if (pattern) {
+    const std::string field = r.path("index_topk_pattern");
+    if (pattern->is_string()) {
+      pattern_text = pattern->get<std::string>();
+    } else if (pattern->is_array()) {
+      for (std::size_t i = 0; i < pattern->size(); ++i) {
+        const json& c = (*pattern)[i];
+        if (!c.is_string() || c.get_ref<const std::string&>().size() != 1)
+          throw InputError(field + "[" + std::to_string(i) + "]",
+                           "is " + describe(c) + "; one letter (S = skip) is required");
+        pattern_text += c.get<std::string>();
+      }
+    } else {
+      throw InputError(field,
+                       "is " + describe(*pattern) + "; a string or list of letters (S = skip) is required");
+    }
+  }
+  std::uint32_t with_indexer = 0;
+  for (std::size_t i = 0; i < spec.layers.size(); ++i) {
+    LayerSpec& layer = spec.layers[i];
+    if (layer.kind != LayerKind::mla) continue;
+    bool skip = false;
+    if (pattern)
+      skip = i < pattern_text.size() && pattern_text[i] == 'S';
+    else
+      skip = (i + 1 > offset ? i + 1 - offset : 0) % freq != 0;
+    layer.indexer = !skip;
+    with_indexer += layer.indexer ? 1 : 0;
+  }
+  spec.indexer = ix;
+  spec.notes.push_back("sparse attention (DeepSeek V3.2 indexer): index_n_heads " +
+                       std::to_string(ix.n_heads) + ", index_head_dim " + std::to_string(ix.head_dim) +
+                       ", index_topk " + std::to_string(ix.topk) + "; an indexer K cache in " +
+                       std::to_string(with_indexer) + " of " + std::to_string(spec.count(LayerKind::mla)) +
+                       " MLA layers");
+}
+
+// Parameters of the vision encoder and projector of a multimodal config, from
+// vision_config shapes, for the architectures vLLM 0.33 builds for the families
+// in the catalog (docs/reference/model-inputs.md "Vision towers" derives each):
+//   SigLIP (Gemma 3)      siglip.py + gemma3_mm.py Gemma3MultiModalProjector
+//   Pixtral (Mistral 3)   pixtral.py PixtralHFVisionModel + mistral3.py projector
+//   Llama 4               mllama4.py Llama4VisionModel + Llama4MultiModalProjector
+//   Qwen3-VL / Qwen3.5    qwen3_vl.py Qwen3_VisionTransformer
+//   Qwen2.5-VL            qwen2_5_vl.py Qwen2_5_VisionTransformer
+// Another vision model_type is named in a note and not counted.
+// A parameter count whose every + and x is overflow checked (an absurd
+// vision_config is refused naming it, never wrapped).
+struct ParamCount {
+  std::uint64_t n = 0;
+};
+ParamCount operator+(ParamCount a, ParamCount b) {
+  return {checked_add(a.n, b.n, "vision_config parameters")};
+}
+ParamCount operator*(ParamCount a, ParamCount b) {
+  return {checked_mul(a.n, b.n, "vision_config parameters")};
+}
+ParamCount operator+(ParamCount a, std::uint64_t b) { return a + ParamCount{b}; }
+ParamCount operator*(std::uint64_t a, ParamCount b) { return ParamCount{a} * b; }
+ParamCount operator/(ParamCount a, ParamCount b) { return {a.n / b.n}; }
+ParamCount& operator+=(ParamCount& a, ParamCount b) { return a = a + b; }
+
+void read_vision(const json& root, ModelSpec& spec) {
+  auto it = root.find("vision_config");
+  if (it == root.end() || it->is_null()) return;
+  const json& v = *it;
+  if (!v.is_object()) throw InputError("vision_config", "is " + describe(v) + "; an object is required");
+  const ConfigReader vr(root, v, "vision_config", false);
+  auto field = [](const char* key) { return std::string("vision_config.") + key; };
+  // A vision_config size: a positive integer up to 2^20 (real ones are a few
+  // thousand); the sums and products are overflow checked besides (ParamCount).
+  // A field the count needs but the config lacks leaves the tower uncounted, said in
+  // a note (the KV plan does not depend on it); a wrong value is an error.
+  std::string missing;
+  auto size = [&](const char* key, std::optional<std::uint64_t> fallback = std::nullopt) -> ParamCount {
+    const json* value = vr.find(key);
+    if (!value) {
+      if (fallback) return ParamCount{*fallback};
+      if (missing.empty()) missing = field(key);
+      return ParamCount{1};
+    }
+    const std::uint64_t x = vr.as_positive(*value, field(key));
+    if (x > (1u << 20))
+      throw InputError(field(key), "is " + std::to_string(x) + "; at most 1048576 is allowed");
+    return ParamCount{x};
+  };
+  auto root_size = [&](const char* key, std::uint64_t fallback) -> ParamCount {
+    auto r = root.find(key);
+    if (r == root.end() || r->is_null()) return ParamCount{fallback};
+    const std::uint64_t x = vr.as_positive(*r, key);
+    if (x > (1u << 20)) throw InputError(key, "is " + std::to_string(x) + "; at most 1048576 is allowed");
+    return ParamCount{x};
+  };
+  auto root_bool = [&](const char* key, bool fallback) {
+    auto r = root.find(key);
+    if (r == root.end() || r->is_null()) return fallback;
+    if (!r->is_boolean()) throw InputError(key, "is " + describe(*r) + "; true or false is required");
+    return r->get<bool>();
+  };
+  std::string type;
+  if (auto t = v.find("model_type"); t != v.end() && t->is_string()) type = t->get<std::string>();
+  std::string root_type;
+  if (auto t = root.find("model_type"); t != root.end() && t->is_string()) root_type = t->get<std::string>();
+  const ParamCount H{spec.hidden_size};  // the text decoder's hidden size
+  ParamCount params;
+  std::string what;
+  if (type == "siglip_vision_model" || type == "siglip") {
+    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
+    const ParamCount p = size("patch_size"), img = size("image_size"), c = size("num_channels", 3);
+    const ParamCount side = img / p;
+    // Patch conv (weight + bias), one position per patch; per layer q, k, v, out
+    // (weights + biases), fc1 / fc2 (+ biases), two LayerNorms; post LayerNorm.
+    params = c * p * p * h + h + side * side * h + L * (4 * h * h + 2 * h * i + 9 * h + i) + 2 * h;
+    // The attention-pooling head unless vision_use_head is false (siglip.py).
+    if (vr.boolean("vision_use_head", true)) params += h + 4 * h * h + 4 * h + 2 * h + 2 * h * i + i + h;
+    // Gemma 3: mm_input_projection_weight (h x H) and mm_soft_emb_norm (h).
+    if (root_type == "gemma3") params += h * H + h;
+    what = "SigLIP, " + std::to_string(L.n) + " layers";
+  } else if (type == "pixtral") {
+    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
+    const ParamCount p = size("patch_size"), c = size("num_channels", 3);
+    // patch_conv (no bias), ln_pre; per layer two RMSNorms, q k v o (no bias), gated MLP.
+    params = c * p * p * h + h + L * (4 * h * h + 3 * h * i + 2 * h);
+    if (root_type == "mistral3") {
+      // Mistral3MultiModalProjector: RMSNorm, patch merger (s^2 h -> h), linear_1 h -> H,
+      // linear_2 H -> H, biases when multimodal_projector_bias.
+      const ParamCount sm = root_size("spatial_merge_size", 2);
+      params += h + sm * sm * h * h + h * H + H * H;
+      if (root_bool("multimodal_projector_bias", false)) params += 2 * H;
+    }
+    what = "Pixtral, " + std::to_string(L.n) + " layers";
+  } else if (type == "llama4_vision_model") {
+    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
+    const ParamCount p = size("patch_size"), img = size("image_size"), c = size("num_channels", 3);
+    const ParamCount pin = size("projector_input_dim"), pout = size("projector_output_dim");
+    const ParamCount vout = size("vision_output_dim");
+    const ParamCount side = img / p;
+    // Unfold-conv linear (no bias), class embedding, (side^2 + 1) positions, pre / post
+    // LayerNorms; per layer q k v o with biases, fc1 / fc2 with biases, two LayerNorms.
+    params = c * p * p * h + h + (side * side + 1) * h + 4 * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
+    // vision_adapter (pixel-shuffle MLP): fc1 intermediate_size -> projector_input_dim,
+    // fc2 -> projector_output_dim, biases when multi_modal_projector_bias.
+    params += i * pin + pin * pout;
+    if (vr.boolean("multi_modal_projector_bias", false)) params += pin + pout;
+    // Llama4MultiModalProjector: linear_1 vision_output_dim -> H, no bias.
+    params += vout * H;
+    what = "Llama 4 vision, " + std::to_string(L.n) + " layers";
+  } else if (type == "qwen3_vl" || type == "qwen3_vl_moe" || type == "qwen3_5" || type == "qwen3_5_moe") {
+    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("depth");
+    const ParamCount p = size("patch_size"), t = size("temporal_patch_size", 2), c = size("in_channels", 3);
+    const ParamCount npos = size("num_position_embeddings"), sm = size("spatial_merge_size", 2);
+    const ParamCount out = size("out_hidden_size");
+    ParamCount deepstack;
+    if (auto d = v.find("deepstack_visual_indexes"); d != v.end() && !d->is_null()) {
+      if (!d->is_array())
+        throw InputError(field("deepstack_visual_indexes"), "is " + describe(*d) + "; a list is required");
+      deepstack = ParamCount{d->size()};
+    }
+    const ParamCount m = sm * sm * h;  // merged patch width
+    // Conv3d patch embed (+ bias), position table; per block two LayerNorms, qkv and
+    // proj with biases, fc1 / fc2 with biases; merger LayerNorm(h), fc1 m -> m, fc2 m ->
+    // out (biases); each deepstack merger the same with LayerNorm(m).
+    params = c * t * p * p * h + h + npos * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
+    const ParamCount merger_linears = m * m + m + m * out + out;
+    params += 2 * h + merger_linears + deepstack * (2 * m + merger_linears);
+    what = "Qwen3-VL vision, " + std::to_string(L.n) + " blocks";
+  } else if (type == "qwen2_5_vl") {
+    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("depth");
+    const ParamCount p = size("patch_size"), t = size("temporal_patch_size", 2);
+    const ParamCount c = size("in_chans", size("in_channels", 3).n), sm = size("spatial_merge_size", 2);
+    const ParamCount out = size("out_hidden_size");
+    const ParamCount m = sm * sm * h;
+    // Conv3d patch embed (no bias); per block two RMSNorms, qkv and proj with biases,
+    // gated MLP with biases; merger RMSNorm(h), fc1 m -> m, fc2 m -> out (biases).
+    params = c * t * p * p * h + L * (4 * h * h + 3 * h * i + 7 * h + 2 * i) + h + m * m + m + m * out + out;
+    what = "Qwen2.5-VL vision, " + std::to_string(L.n) + " blocks";
+  } else {
+    spec.notes.push_back("vision_config (model_type '" + type.substr(0, 40) +
+                         "') is not counted in the weights estimate: its architecture is not modelled");
+    return;
+  }
+  if (!missing.empty()) {
+    spec.notes.push_back("vision tower (" + type.substr(0, 40) +
+                         ") not counted in the weights estimate: " + missing + " is missing from the config");
+    return;
+  }
+  spec.vision_params = params.n;
+  spec.vision_tower = what;
+  spec.notes.push_back("vision tower counted from vision_config: " + what + ", " + std::to_string(params.n) +
+                       " parameters (encoder + projector)");
 }
 
 // RoPE per layer. no_rope_layers (SmolLM3, Llama 4): 1 = RoPE, 0 = NoPE
@@ -841,6 +1117,7 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     for (auto& layer : spec.layers)
       if (layer.kind == LayerKind::full_attention) layer.kv_heads = r.as_u32(*global_kv, r.path("num_global_key_value_heads"));
   }
+  read_indexer(r, spec);
   read_rope_flags(r, spec);
   // Llama 4: NoPE layers are global attention, RoPE layers chunked.
   for (auto& layer : spec.layers) {
@@ -893,9 +1170,14 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
                          std::to_string(2 * n_layers) + " entries (attention, mamba)");
   }
   if (kinds.has_recurrent) read_recurrent(r, kinds, spec);
+  if (spec.recurrent && spec.recurrent->kind == RecurrentKind::lightning)
+    spec.notes.push_back(
+        "vLLM serves MiniMaxText01 / MiniMaxM1 through 0.23 only (0.33 model_executor/models/registry.py "
+        "_PREVIOUSLY_SUPPORTED_MODELS: 0.23.0); plan with --engine-version 0.23.0 or older");
   if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
   if (spec.layers.empty() || (spec.attention_layer_count() == 0 && !spec.recurrent))
     throw InputError(origin, "has no attention or recurrent layers");
+  read_vision(root, spec);
   return spec;
 }
 

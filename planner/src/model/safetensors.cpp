@@ -7,6 +7,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <string_view>
 
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -163,6 +164,34 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   return parse_safetensors_header(length_bytes + read_file_range(path, path, 8, header_len), size, path);
 }
 
+bool is_multimodal_encoder_tensor(const std::string& name) {
+  // Tensor-name prefixes of the vision / audio encoders and their projectors in
+  // transformers and vLLM checkpoints (Gemma 3 vision_tower. / multi_modal_projector.,
+  // Mistral 3 the same, Llama 4 vision_model. / multi_modal_projector., Qwen-VL
+  // visual., Gemma 3n embed_vision. / audio_tower. / embed_audio.; with or without
+  // a leading "model.").
+  static const char* const prefixes[] = {
+      "vision_tower.", "vision_model.", "visual.",      "multi_modal_projector.", "vision_encoder.",
+      "mm_projector.", "embed_vision.", "audio_tower.", "embed_audio.",           "audio_model."};
+  std::string_view n = name;
+  if (n.rfind("model.", 0) == 0) n.remove_prefix(6);
+  for (const char* p : prefixes)
+    if (n.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+namespace {
+// Adds one shard's header to the set: its bytes, and those of its encoder tensors.
+void count_header(SafetensorsSet& set, const SafetensorsHeader& header) {
+  set.bytes = checked_add(set.bytes, header.total_bytes, "safetensors bytes");
+  for (const auto& t : header.tensors)
+    if (is_multimodal_encoder_tensor(t.name)) {
+      set.encoder_bytes = checked_add(set.encoder_bytes, t.bytes, "safetensors bytes");
+      ++set.encoder_tensors;
+    }
+}
+}  // namespace
+
 std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> files;    // *.safetensors file names
@@ -221,13 +250,13 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
           throw InputError(index_path,
                            "puts tensor '" + t.substr(0, 128) + "' in '" + shard +
                                "', whose header does not have it; the shard and the index disagree");
-      set.bytes = checked_add(set.bytes, header.total_bytes, "safetensors bytes");
+      count_header(set, header);
       set.files.push_back(shard);
       counted.insert(shard);
     }
     set.how = "the shards " + index_name + " lists";
   } else if (files.size() == 1) {
-    set.bytes = read_safetensors_header(dir_prefix + files[0]).total_bytes;
+    count_header(set, read_safetensors_header(dir_prefix + files[0]));
     set.files.push_back(files[0]);
     counted.insert(files[0]);
     set.how = "the only safetensors file";
@@ -260,8 +289,7 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
       if (!present.count(i))
         throw InputError(dir, "shard '" + name + "' of " + std::to_string(total) +
                                   " is missing; the download is incomplete: fetch it again");
-      set.bytes =
-          checked_add(set.bytes, read_safetensors_header(dir_prefix + name).total_bytes, "safetensors bytes");
+      count_header(set, read_safetensors_header(dir_prefix + name));
       set.files.push_back(name);
       counted.insert(name);
     }

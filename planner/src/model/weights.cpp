@@ -28,8 +28,11 @@ struct ParamGroups {
   std::uint64_t dense_linear = 0;   // attention, dense MLP, shared experts, recurrent projections
   std::uint64_t expert_linear = 0;  // routed experts
   std::uint64_t other = 0;          // norms, biases, routers, convs, small vectors
+  std::uint64_t vision = 0;         // vision encoder + projector (model_config.cpp read_vision)
   std::vector<std::uint64_t> per_layer;  // all parameters of each decoder layer
-  std::uint64_t total() const { return embedding + dense_linear + expert_linear + other; }
+  std::uint64_t total() const {
+    return checked_add(embedding + dense_linear + expert_linear + other, vision, "parameters");
+  }
 };
 
 struct Adder {
@@ -59,6 +62,7 @@ ParamGroups count_groups(const ModelSpec& m) {
   if (!m.tie_word_embeddings) g.embedding = checked_mul(g.embedding, 2, "embedding parameters");
   g.embedding = checked_add(g.embedding, m.per_layer_embedding_params, "embedding parameters");
   g.other = H;  // final norm
+  g.vision = m.vision_params;
   const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
   const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
   const bool nemotron_h = m.model_type == "nemotron_h";
@@ -87,6 +91,16 @@ ParamGroups count_groups(const ModelSpec& m) {
       a.other(mla.kv_lora_rank);                            // kv_a_layernorm
       a.dense(mla.kv_lora_rank, nh, mla.qk_nope_head_dim + mla.v_head_dim);  // kv_b_proj
       a.dense(nh, mla.v_head_dim, H);                                       // o_proj
+      if (layer.indexer && m.indexer) {
+        // DeepSeek V3.2 lightning indexer (vLLM 0.33 deepseek_v2.py Indexer): wq_b
+        // q_lora_rank x n_heads x head_dim, wk H x head_dim, weights_proj H x n_heads,
+        // k_norm a LayerNorm (weight + bias) of head_dim.
+        const IndexerSpec& ix = *m.indexer;
+        a.dense(mla.q_lora_rank > 0 ? mla.q_lora_rank : H, ix.n_heads, ix.head_dim);  // wq_b
+        a.dense(H, ix.head_dim);                                                      // wk
+        a.other(H, ix.n_heads);                                                       // weights_proj
+        a.other(2, ix.head_dim);                                                      // k_norm
+      }
     } else if (layer.is_attention() || layer.kind == LayerKind::shared_kv) {
       const std::uint64_t kv = layer.kv_heads ? layer.kv_heads : m.num_kv_heads;
       const std::uint64_t hd = layer.head_dim_k ? layer.head_dim_k : m.head_dim;
@@ -96,6 +110,9 @@ ParamGroups count_groups(const ModelSpec& m) {
       a.dense(nh, hdv, H);      // o_proj
       if (m.attention_bias) a.other(nh * hd + kv * (hd + hdv));
       if (m.qk_norm) a.other(2 * hd);
+      // MiniMax-M2 normalises q and k over all heads at once: q_norm of heads x
+      // head_dim, k_norm of kv heads x head_dim (vLLM 0.33 minimax_m2.py).
+      if (m.model_type == "minimax_m2") a.other(nh * hd + kv * hd);
     } else if (layer.kind == LayerKind::recurrent && m.recurrent) {
       const RecurrentSpec& r = *m.recurrent;
       switch (r.kind) {
@@ -134,6 +151,18 @@ ParamGroups count_groups(const ModelSpec& m) {
           a.other(H, r.d_conv);
           a.dense(H, H);
           break;
+        case RecurrentKind::lightning: {
+          // MiniMax lightning attention (vLLM minimax_linear_attn.py
+          // MiniMaxText01LinearAttention): qkv_proj H x 3 heads x head_dim,
+          // output_gate H x heads x head_dim, out_proj back to H, an RMSNorm over
+          // heads x head_dim. Products bounded by validate_recurrent.
+          const std::uint64_t inner = r.n_heads * r.head_dim;
+          a.dense(H, 3 * inner);  // qkv_proj
+          a.dense(H, inner);      // output_gate
+          a.dense(inner, H);      // out_proj
+          a.other(inner);         // norm
+          break;
+        }
       }
     }
     // Feed-forward. Nemotron-H keeps MLPs in their own layers ('-' / 'E').
@@ -180,7 +209,9 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
     if (q.method != "mxfp4") dense_bpw = q.bits_per_weight;
   }
   w.bits_per_weight = q.bits_per_weight > 0 ? q.bits_per_weight : dtype_bytes * 8;
-  const double bytes = static_cast<double>(g.embedding + g.other) * dtype_bytes +
+  // The vision tower stays at the model dtype: quantized checkpoints leave it out
+  // (modules_to_not_convert / ignore lists name vision_tower, visual, ...).
+  const double bytes = static_cast<double>(g.embedding + g.other + g.vision) * dtype_bytes +
                        static_cast<double>(g.dense_linear) * dense_bpw / 8.0 +
                        static_cast<double>(g.expert_linear) * expert_bpw / 8.0;
   if (!(bytes < 1.8e19)) throw OverflowError("weights", "byte count exceeds 64 bits");
@@ -189,6 +220,10 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
                  ? "estimate from shapes: linears at " + std::to_string(q.bits_per_weight).substr(0, 5) + " bits (" +
                        q.method + "), embeddings and norms at " + model.dtype
                  : "estimate from shapes at " + model.dtype;
+  w.vision_params = g.vision;
+  if (g.vision > 0)
+    w.method += "; includes the vision tower (" + model.vision_tower + ", " + std::to_string(g.vision) +
+                " parameters at " + model.dtype + ")";
 
   if (model.exact_weights) {
     w.bytes = model.exact_weights->bytes;
@@ -209,6 +244,9 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
     for (std::uint32_t index : pp_stage_layers(model.num_layers(), pp, stage))
       params += static_cast<double>(g.per_layer[index]);
     if (stage == 0) params += static_cast<double>(input_embedding);
+    // Every stage holds the vision tower: vLLM's gemma3_mm.py, mistral3.py and
+    // mllama4.py build it whatever the PP rank (0.33); its linears shard over TP.
+    params += static_cast<double>(g.vision);
     // With pp > 1 a tied LM head is a second copy on the last stage.
     if (stage == pp - 1 && (pp > 1 || !model.tie_word_embeddings))
       params += static_cast<double>(model.tie_word_embeddings ? input_embedding : lm_head);
