@@ -12,6 +12,7 @@
 #include "kvsight/footprint.hpp"
 #include "kvsight/model.hpp"
 #include "kvsight/weights.hpp"
+#include "test_support.hpp"
 
 namespace kvsight {
 namespace {
@@ -189,6 +190,12 @@ TEST(ConfigFamilies, MiniMaxM1LightningStateAndSoftmaxKv) {
   const std::uint64_t softmax = H * inner + H * 2 * 1024 + inner * H;
   const std::uint64_t common = 2 * H + 32 * 3 * H * 9216 + H * 32;
   EXPECT_EQ(count_params(m), 70 * lightning + 10 * softmax + 80 * common + 2 * 200064 * H + H);
+  // vLLM 0.23 (the last to serve it) pads the hybrid pages: state page 2,097,152 B, a
+  // softmax layer's page 4,096 B per token, so block = 16 x ceil(2,097,152 / (16 x
+  // 4,096)) = 16 x 32 = 512 tokens (HybridAttentionMambaModelConfig, formulas.md).
+  EngineOptions o;
+  o.engine_version = "0.23.0";
+  EXPECT_EQ(vllm_block_size(m, o), 512u);
 }
 
 TEST(ConfigFamilies, MiniMaxLayerTypesListIsLightningNotDeltaNet) {
@@ -391,6 +398,29 @@ TEST(ConfigFamilies, VisionConfigWithoutItsSizesIsNotCountedAndSaysSo) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("vision_config.hidden_size"), std::string::npos) << e.what();
   }
+}
+
+TEST(ConfigFamilies, SafetensorsVisionTensorsAreCountedAndLabelled) {
+  // A Gemma 3 directory: the config (with vision_config) and one safetensors file of two
+  // BF16 tensors, the vision tower's 100 elements (200 B) and a decoder tensor's 50 (100 B).
+  const std::string dir = test::temp_dir("vision-safetensors");
+  test::write_file(dir + "/config.json", find_catalog_model("gemma-3-27b")->config_text);
+  const std::string header =
+      R"({"model.vision_tower.vision_model.embeddings.patch_embedding.weight":{"dtype":"BF16","shape":[100],)"
+      R"("data_offsets":[0,200]},"model.language_model.norm.weight":{"dtype":"BF16","shape":[50],)"
+      R"("data_offsets":[200,300]}})";
+  std::string file(8, '\0');
+  for (int b = 0; b < 8; ++b)
+    file[static_cast<std::size_t>(b)] = static_cast<char>((header.size() >> (8 * b)) & 0xff);
+  test::write_file(dir + "/model.safetensors", file + header + std::string(300, '\x01'));
+  const ModelSpec m = resolve_model(dir);
+  ASSERT_TRUE(m.exact_weights);
+  EXPECT_EQ(m.exact_weights->bytes, 200u + 100u);  // both tensors count: the file is the checkpoint
+  EXPECT_NE(m.exact_weights->method.find("of which 200 B in 1 vision/audio encoder"), std::string::npos)
+      << m.exact_weights->method;
+  EXPECT_TRUE(is_multimodal_encoder_tensor("visual.blocks.0.attn.qkv.weight"));        // Qwen-VL
+  EXPECT_TRUE(is_multimodal_encoder_tensor("multi_modal_projector.linear_1.weight"));  // Mistral 3
+  EXPECT_FALSE(is_multimodal_encoder_tensor("model.layers.0.self_attn.q_proj.weight"));
 }
 
 TEST(ConfigFamilies, UnknownVisionTowerIsSaidNotGuessed) {
