@@ -278,6 +278,15 @@ TEST(Gguf, HfCacheRepositoryOfGgufFilesOnly) {
   EXPECT_NE(run.err.find("tinyllama.F16.gguf"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("tinyllama.Q8_0.gguf"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("pass the path"), std::string::npos) << run.err;
+  // Quantizations in folders only (Q8_0/...): named with their folder, exit 2.
+  const std::string folders = hub + "/models--acme--big-GGUF/snapshots/rev1/Q8_0";
+  fs::create_directories(folders);
+  fs::create_symlink(path, folders + "/big-Q8_0.gguf");
+  ::setenv("HF_HUB_CACHE", hub.c_str(), 1);
+  const auto nested = test::run_kvsight({"plan", "--model", "acme/big-GGUF"});
+  ::unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.err.find("Q8_0/big-Q8_0.gguf"), std::string::npos) << nested.err;
 }
 
 }  // namespace

@@ -212,16 +212,34 @@ std::string read_ref(const fs::path& ref) {
   return text;
 }
 
-// Whether a snapshot directory holds a GGUF file at its top level (a repository of
-// GGUF files only, e.g. the -GGUF repositories llama.cpp users download).
-bool holds_gguf(const fs::path& dir) {
+bool is_gguf_name(const std::string& name) {
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0;
+}
+
+// The GGUF files of a snapshot directory, at its top level and one folder down
+// (-GGUF repositories keep large quantizations in folders such as Q4_K_M/), as
+// paths relative to the snapshot; at most `limit`.
+std::vector<std::string> gguf_files(const fs::path& dir, std::size_t limit) {
+  std::vector<std::string> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (out.size() >= limit) break;
     const std::string name = entry.path().filename().string();
-    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0) return true;
+    if (is_gguf_name(name)) {
+      out.push_back(name);
+    } else if (entry.is_directory(ec)) {
+      for (const auto& inner : fs::directory_iterator(entry.path(), ec))
+        if (out.size() < limit && is_gguf_name(inner.path().filename().string()))
+          out.push_back(name + "/" + inner.path().filename().string());
+    }
   }
-  return false;
+  std::sort(out.begin(), out.end());
+  return out;
 }
+
+// Whether a snapshot directory holds a GGUF file (a repository of GGUF files only,
+// e.g. the -GGUF repositories llama.cpp users download).
+bool holds_gguf(const fs::path& dir) { return !gguf_files(dir, 1).empty(); }
 
 // What a snapshot offers: its config.json, else (no config.json) the snapshot
 // directory itself when it holds GGUF files; nullopt when neither.
@@ -325,8 +343,14 @@ ModelSpec resolve_model(const std::string& model_arg) {
       // A repository of GGUF files only (no config.json): its one GGUF model or
       // split set; several are refused listing them (gguf_in_dir).
       const auto gguf = gguf_in_dir(cached->string());
-      if (!gguf)
-        throw InputError("--model", "HF cache snapshot '" + cached->string() + "' holds no GGUF model");
+      if (!gguf) {
+        // Only in folders (one per quantization): which one is the user's choice.
+        std::string listed;
+        for (const auto& f : gguf_files(*cached, 6)) listed += (listed.empty() ? "" : ", ") + f;
+        throw InputError("--model", "'" + model_arg + "' in the HF cache (" + cached->string() +
+                                        ") holds GGUF files only in folders (" + listed +
+                                        "); pass the path of the one to plan");
+      }
       ModelSpec spec = read_gguf_model(*gguf);
       spec.id = model_arg;
       spec.display_name = model_arg;
