@@ -185,7 +185,7 @@ TEST(FidelityVllm13061, GpuAndFlagsOnlyWithinBoundOfTheSmallestRank) {
   EngineOptions o;
   o.engine_version = "0.7.2";
   o.tp = 2;
-  o.gpu_memory_utilization = 0.98;
+  o.vllm.gpu_memory_utilization = 0.98;
   const GpuSpec& gpu = find_gpu("rtx4090");
   const auto r = make_engine("vllm")->plan(fixture_model("deepseek-r1-distill-qwen-14b"), &gpu, o);
   const auto t = std::find_if(r.assumptions.begin(), r.assumptions.end(),
