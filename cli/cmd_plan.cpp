@@ -36,10 +36,10 @@ void check_gib(const std::optional<double>& value, const char* flag) {
 }
 
 void validate(PlanArgs& a) {
-  check_gib(a.engine.activation_gib, "--activation-gib");
-  check_gib(a.engine.non_torch_gib, "--non-torch-gib");
-  check_gib(a.engine.cuda_graph_gib, "--cuda-graph-gib");
-  check_gib(a.engine.weights_gib, "--weights-gib");
+  check_gib(a.engine.overheads.activation_gib, "--activation-gib");
+  check_gib(a.engine.overheads.non_torch_gib, "--non-torch-gib");
+  check_gib(a.engine.overheads.cuda_graph_gib, "--cuda-graph-gib");
+  check_gib(a.engine.overheads.weights_gib, "--weights-gib");
   if (a.gpu_mem_gib) {
     if (!(std::isfinite(*a.gpu_mem_gib) && *a.gpu_mem_gib > 0.0 && *a.gpu_mem_gib < 1.0e7))
       throw InputError("--gpu-mem-gib", "is " + fixed(*a.gpu_mem_gib, 3) + "; allowed: a positive number of GiB");
@@ -362,10 +362,13 @@ void add_plan_command(CLI::App& app, CliState& state) {
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
                  1, UINT64_MAX);
-  cmd->add_option("--activation-gib", e.activation_gib, "Override the activation-peak estimate (GiB)");
-  cmd->add_option("--non-torch-gib", e.non_torch_gib, "Override the non-torch memory estimate (GiB)");
-  cmd->add_option("--cuda-graph-gib", e.cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");
-  cmd->add_option("--weights-gib", e.weights_gib, "Override the weights size (GiB, whole model)");
+  cmd->add_option("--activation-gib", e.overheads.activation_gib,
+                  "Override the activation-peak estimate (GiB)");
+  cmd->add_option("--non-torch-gib", e.overheads.non_torch_gib,
+                  "Override the non-torch memory estimate (GiB)");
+  cmd->add_option("--cuda-graph-gib", e.overheads.cuda_graph_gib,
+                  "Override the CUDA-graph memory estimate (GiB)");
+  cmd->add_option("--weights-gib", e.overheads.weights_gib, "Override the weights size (GiB, whole model)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
   add_output_options(*cmd, state);
   cmd->footer(

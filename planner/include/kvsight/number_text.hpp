@@ -27,4 +27,17 @@ inline std::string gib_text(std::uint64_t bytes, int digits = 2) {
   return fixed_text(static_cast<double>(bytes) / 1073741824.0, digits) + " GiB";
 }
 
+// 4831838208 -> "4,831,838,208": Python's f"{n:,}", as the engines' logs print counts
+// (vLLM "GPU KV cache size: 1,234 tokens").
+inline std::string commas_text(std::uint64_t value) {
+  const std::string digits = std::to_string(value);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    out += digits[i];
+    const std::size_t left = digits.size() - 1 - i;
+    if (left > 0 && left % 3 == 0) out += ',';
+  }
+  return out;
+}
+
 }  // namespace kvsight
