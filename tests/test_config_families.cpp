@@ -277,7 +277,7 @@ TEST(ConfigFamilies, DeepSeekV32IndexerKCacheUnderVllm) {
   // scale bytes = 132 B; 61 x 132 = 8,052 -> 70,272 + 8,052 = 78,324 B per token.
   EngineOptions o;
   o.context = 4096;
-  o.weights_gib = 1.0;
+  o.overheads.weights_gib = 1.0;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r.kv.bytes_per_token, 61u * 576 * 2 + 61u * (128 + 4));
   // Sparse MLA backends take blocks in multiples of 64: 4096 / 64 = 64 blocks, each
@@ -305,7 +305,7 @@ TEST(ConfigFamilies, DeepSeekV32IndexTopkFreqSkipsLayers) {
   EXPECT_TRUE(m.layers[3].indexer);
   EngineOptions o;
   o.context = 64;
-  o.weights_gib = 1.0;
+  o.overheads.weights_gib = 1.0;
   // 61 x 1,152 + 31 x 132 = 70,272 + 4,092 = 74,364 B per token.
   EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.bytes_per_token, 61u * 1152 + 31u * 132);
 }
