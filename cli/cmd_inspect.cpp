@@ -138,11 +138,13 @@ Report to_report(const ModelSpec& m, const TokenFootprint& fp) {
 
   ReportSection pos{"Positions", {}};
   pos.rows.push_back({"RoPE / NoPE attention layers", std::to_string(m.rope_layer_count()) + " / " + std::to_string(m.nope_layer_count()), ""});
-  pos.rows.push_back({"rope_theta", m.rope_theta > 0 ? fixed(m.rope_theta, 0) : "-", ""});
-  pos.rows.push_back({"rope scaling", m.rope_scaling.present() ? m.rope_scaling.type + " x" + fixed(m.rope_scaling.factor, 2) : "none",
-                      m.rope_scaling.original_max_position_embeddings
-                          ? "trained at " + with_commas(m.rope_scaling.original_max_position_embeddings)
-                          : ""});
+  pos.rows.push_back({"rope_theta", m.rope_theta > 0 ? fixed_text(m.rope_theta, 0) : "-", ""});
+  pos.rows.push_back(
+      {"rope scaling",
+       m.rope_scaling.present() ? m.rope_scaling.type + " x" + fixed_text(m.rope_scaling.factor, 2) : "none",
+       m.rope_scaling.original_max_position_embeddings
+           ? "trained at " + with_commas(m.rope_scaling.original_max_position_embeddings)
+           : ""});
   const bool extended = m.rope_scaling.present() && m.rope_scaling.original_max_position_embeddings &&
                         m.rope_scaling.original_max_position_embeddings < derived_max_model_len(m);
   pos.rows.push_back({"max_position_embeddings", with_commas(m.max_position_embeddings), ""});
