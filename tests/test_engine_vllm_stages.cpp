@@ -122,6 +122,30 @@ TEST(VllmStageScheduler, DefaultsByDeviceAndClamps) {
   EXPECT_THROW(scheduler_limits(version(0, 11), o, std::nullopt, nullptr, 100), InputError);
 }
 
+TEST(VllmStageScheduler, V0LongContextTurnsChunkedPrefillOn) {
+  // V0 (0.6-0.7): max_model_len > 32768 on CUDA without a sliding window -> chunked prefill
+  // on, T = 2048 (arg_utils.py create_engine_config, config.py SchedulerConfig, 0.7.2);
+  // otherwise T = max(max_model_len, 2048).
+  EngineOptions o;
+  GpuSpec cuda;
+  cuda.id = "rtx4090";
+  cuda.vendor = "nvidia";
+  const auto total = 24ull * 1024 * kMiB;
+  EXPECT_EQ(scheduler_limits(version(0, 7), o, total, &cuda, 131072).max_num_batched_tokens, 2048u);
+  EXPECT_EQ(scheduler_limits(version(0, 6), o, total, &cuda, 32769).max_num_batched_tokens, 2048u);
+  // 32768 is not "> 32K": T = max(32768, 2048) = 32768.
+  EXPECT_EQ(scheduler_limits(version(0, 7), o, total, &cuda, 32768).max_num_batched_tokens, 32768u);
+  // A sliding-window model keeps it off: T = 131072.
+  EXPECT_EQ(scheduler_limits(version(0, 7), o, total, &cuda, 131072, true).max_num_batched_tokens, 131072u);
+  // 0.7 leaves ROCm out; 0.6 does not.
+  GpuSpec rocm = cuda;
+  rocm.vendor = "amd";
+  EXPECT_EQ(scheduler_limits(version(0, 7), o, total, &rocm, 131072).max_num_batched_tokens, 131072u);
+  EXPECT_EQ(scheduler_limits(version(0, 6), o, total, &rocm, 131072).max_num_batched_tokens, 2048u);
+  // V1 (0.8+) is unchanged: 24 GiB API server, T = 2048 whatever the length.
+  EXPECT_EQ(scheduler_limits(version(0, 8), o, total, &cuda, 32768).max_num_batched_tokens, 2048u);
+}
+
 TEST(VllmStageBudget, RequestedMinusWeightsAndOverheads) {
   // 24 GiB x 0.90 = 21.6 GiB requested; weights 8 GiB; overheads 1 + 0.5 GiB given;
   // enforce-eager: no graph term. available = 21.6 - 8 - 1.5 = 12.1 GiB.

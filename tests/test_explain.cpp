@@ -3,6 +3,7 @@
 // off the log text, and kvsight's derived by hand in each test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "kvsight/app/explain.hpp"
+#include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
 #include "test_support.hpp"
 
@@ -89,6 +91,47 @@ TEST(Explain, Lmcache1739GivenMemoryMatchesTheTokens) {
   // Tokens agree exactly; the concurrency differs by the log's 2-decimal rounding: named.
   EXPECT_EQ(out.terms[*out.largest].name, "max concurrency");
   expect_largest_is_the_largest(out);
+}
+
+// myoceane.fr blog (2026-04-18), gpt-oss-20b on an A100 80 GB under vLLM 0.19.0: the version,
+// max_model_len and utilization come from the banner and the "non-default args" line;
+// "Model loading took 13.72 GiB", "Available KV cache memory: 36.56 GiB".
+TEST(Explain, GptOss20bA100TakesItsFlagsFromTheNonDefaultArgsLine) {
+  app::ExplainRequest r = request_for("vllm-gptoss20b-a100.log", "gpt-oss-20b");
+  r.gpu = "a100-80gb";
+  const app::ExplainOutcome out = app::run_explain(r);
+  ASSERT_TRUE(out.figures.engine_version.has_value());
+  EXPECT_EQ(*out.figures.engine_version, "0.19.0");
+  EXPECT_EQ(out.figures.max_model_len, std::optional<std::uint64_t>(131072));
+  EXPECT_EQ(out.figures.gpu_memory_utilization, std::optional<double>(0.65));
+  EXPECT_FALSE(out.figures.tensor_parallel_size.has_value());  // not among the non-default args
+  ASSERT_TRUE(out.gpu_only.has_value());
+  EXPECT_EQ(out.gpu_only->result.engine_version, "0.19.0");
+  EXPECT_EQ(out.gpu_only->result.capacity->max_model_len, 131072u);
+  const app::ExplainTerm* weights = term(out, "weights per rank", "GPU and flags");
+  ASSERT_NE(weights, nullptr);
+  EXPECT_DOUBLE_EQ(*weights->logged, 13.72);
+  const app::ExplainTerm* kv = term(out, "available KV cache memory", "GPU and flags");
+  ASSERT_NE(kv, nullptr);
+  EXPECT_DOUBLE_EQ(*kv->logged, 36.56);
+  // Budget 79.25 x 0.65 = 51.51 GiB; within max(3 %, 0.25 GiB) of the logged 36.56 GiB.
+  EXPECT_LE(std::fabs(*kv->kvsight - 36.56), std::max(0.03 * 36.56, 0.25)) << *kv->kvsight;
+  expect_largest_is_the_largest(out);
+}
+
+// A "non-default args" line with a tensor_parallel_size sets TP; a version line of the API
+// server sets the version.
+TEST(Explain, ReaderTakesTpAndTheApiServerVersion) {
+  const EngineLogFigures f = read_engine_log(
+      "(APIServer pid=90) INFO 11-28 11:45:51 [api_server.py:1977] vLLM API server version 0.11.2\n"
+      "(APIServer pid=90) INFO 11-28 11:45:51 [utils.py:253] non-default args: {'model': 'm', "
+      "'max_model_len': 98304, 'tensor_parallel_size': 4, 'gpu_memory_utilization': 0.96}\n");
+  EXPECT_EQ(f.engine, "vllm");
+  EXPECT_EQ(f.engine_version, std::optional<std::string>("0.11.2"));
+  EXPECT_EQ(f.tensor_parallel_size, std::optional<std::uint32_t>(4));
+  EXPECT_EQ(f.max_model_len, std::optional<std::uint64_t>(98304));
+  EXPECT_EQ(f.gpu_memory_utilization, std::optional<double>(0.96));
+  EXPECT_EQ(f.matched_lines.size(), 2u);
 }
 
 // vLLM recipes PR #12 (last line of the excerpt): 62.00 GiB needed at 262,144, 55.65 GiB

@@ -234,15 +234,24 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
   } else if (options.engine != f.engine) {
     out.notes.push_back("the log's lines are " + f.engine + "'s; --engine " + options.engine + " replays it");
   }
+  if (f.engine_version && options.engine_version.empty() && options.engine == f.engine) {
+    options.engine_version = *f.engine_version;
+    out.inputs_from_log.push_back("engine version " + *f.engine_version + " (the log's version line)");
+  }
+  if (f.tensor_parallel_size && options.tp == 1 && options.engine == f.engine) {
+    options.tp = *f.tensor_parallel_size;
+    out.inputs_from_log.push_back("tensor_parallel_size " + std::to_string(*f.tensor_parallel_size) +
+                                  " (\"non-default args\")");
+  }
   if (f.max_model_len && !options.max_model_len) {
     options.max_model_len = *f.max_model_len;
     out.inputs_from_log.push_back("max_model_len " + std::to_string(*f.max_model_len) +
-                                  " (\"Maximum concurrency for N tokens per request\")");
+                                  " (\"Maximum concurrency for N tokens per request\" or \"non-default args\")");
   }
   if (f.gpu_memory_utilization && !options.gpu_memory_utilization) {
     options.gpu_memory_utilization = *f.gpu_memory_utilization;
     out.inputs_from_log.push_back("gpu_memory_utilization " + two(*f.gpu_memory_utilization) +
-                                  " (V0 \"Memory profiling results\")");
+                                  " (V0 \"Memory profiling results\" or \"non-default args\")");
   }
   std::string gpu = request.gpu;
   if (gpu.empty() && !options.gpu_memory_bytes && f.total_gpu_gib) {

@@ -20,11 +20,13 @@ struct EngineLogFigures {
   std::optional<double> cuda_graph_gib;    // vLLM "Graph capturing finished ..., took X GiB"
   std::optional<std::uint64_t> num_gpu_blocks;  // vLLM "# GPU blocks: N"
   std::optional<std::uint64_t> kv_tokens;       // vLLM "GPU KV cache size", SGLang "#tokens", llama.cpp cells
-  std::optional<std::uint64_t> max_model_len;   // from "Maximum concurrency for N tokens per request"
+  std::optional<std::uint64_t> max_model_len;   // "Maximum concurrency for N tokens per request" / non-default args
   std::optional<double> max_concurrency;        // "... : X.XXx"
   std::optional<double> kv_size_gib;    // SGLang K + V size ("GB" = 2^30 B, memory_pool.py), llama.cpp MiB
   std::optional<double> kv_needed_gib;  // vLLM "(X GiB KV cache is needed, ..." at max_model_len
   std::optional<std::uint64_t> estimated_max_model_len;  // vLLM "the estimated maximum model length is N"
+  std::optional<std::string> engine_version;              // vLLM "vLLM API server version X" / banner "version X"
+  std::optional<std::uint32_t> tensor_parallel_size;      // vLLM "non-default args: {... 'tensor_parallel_size': N"
   std::vector<std::string> matched_lines;                // the lines a figure came from, in order
 };
 

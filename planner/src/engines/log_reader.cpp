@@ -7,6 +7,11 @@
 //            v1/worker/gpu_model_runner.py  "Loading model weights took X GB" / "Model loading took
 //                                           X GiB", "Graph capturing finished in N secs, took X GiB"
 //            v1/worker/gpu_worker.py        "reserved X GiB memory for KV Cache" (kv_cache_memory_bytes)
+//            entrypoints/utils.py           "non-default args: {'max_model_len': N,
+//                                           'gpu_memory_utilization': X, 'tensor_parallel_size': N, ...}"
+//                                           (the flags given, as a Python dict; 0.10+)
+//            entrypoints/openai/api_server.py "vLLM API server version X"; the start-up banner
+//                                           (utils.py, 0.11+) "version X"
 //   vLLM V0  worker/worker.py               "Memory profiling results: total_gpu_memory=XGiB ...
 //                                           kv_cache_size=XGiB gpu_memory_utilization=X"
 //            executor                       "# GPU blocks: N, # CPU blocks: M"
@@ -73,6 +78,12 @@ EngineLogFigures read_engine_log(std::string_view text) {
       R"(maximum number of tokens that can be stored in KV cache \(([0-9]+)\))");
   static const std::regex trt_bytes(R"(Allocate ([0-9]+) bytes for k/v cache)");
   static const std::regex trt_tokens(R"(Using ([0-9]+) tokens in paged KV cache)");
+  static const std::regex vllm_version(
+      R"((?:vLLM API server version |utils\.py:[0-9]+\] +(?:[^ ]+ +)*version )v?([0-9]+\.[0-9]+(?:\.[0-9]+)?))");
+  static const std::regex non_default_args(R"(non-default args: \{(.*)\})");
+  static const std::regex arg_max_model_len(R"('max_model_len': ([0-9]+))");
+  static const std::regex arg_utilization(R"('gpu_memory_utilization': ([0-9.]+))");
+  static const std::regex arg_tp(R"('tensor_parallel_size': ([0-9]+))");
 
   EngineLogFigures out;
   std::size_t start = 0;
@@ -171,6 +182,23 @@ EngineLogFigures read_engine_log(std::string_view text) {
     if (std::regex_search(line, m, trt_tokens)) {
       out.kv_tokens = digits_of(m[1]);
       set_engine(out, "trtllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, vllm_version)) {
+      out.engine_version = m[1].str();
+      set_engine(out, "vllm");
+      matched = true;
+    }
+    if (std::regex_search(line, m, non_default_args)) {
+      const std::string args = m[1].str();
+      std::smatch a;
+      if (std::regex_search(args, a, arg_max_model_len)) out.max_model_len = digits_of(a[1]);
+      if (std::regex_search(args, a, arg_utilization)) out.gpu_memory_utilization = number_of(a[1]);
+      if (std::regex_search(args, a, arg_tp)) {
+        const std::uint64_t tp = digits_of(a[1]);
+        if (tp > 0 && tp <= 4096) out.tensor_parallel_size = static_cast<std::uint32_t>(tp);
+      }
+      set_engine(out, "vllm");
       matched = true;
     }
     if (matched) out.matched_lines.push_back(line);

@@ -290,7 +290,7 @@ std::vector<StageProjection> project_stages(const Layout& layout, std::uint32_t 
 
 SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& options,
                                  std::optional<std::uint64_t> total_bytes, const GpuSpec* gpu,
-                                 std::uint64_t max_model_len) {
+                                 std::uint64_t max_model_len, bool sliding_window) {
   // Scheduler defaults (overheads.md "Scheduler defaults"; arg_utils.py get_batch_defaults).
   const bool v0 = !version.at_least(0, 8);
   const double total_gib = total_bytes ? to_gib(*total_bytes) : 0.0;
@@ -300,7 +300,20 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
   // (arg_utils.py get_batch_defaults, read in 0.33; rules_for).
   const bool large_device = rules_for(version).large_device_tier && total_gib >= 160.0;
   SchedulerLimits out;
-  if (v0) {
+  // V0 (0.6-0.7) turns chunked prefill on by itself when max_model_len > 32768 on a CUDA
+  // device, with no sliding window (and, from 0.7, not on ROCm), and chunked prefill then
+  // defaults T to 2048 (engine/arg_utils.py create_engine_config and config.py
+  // SchedulerConfig.__post_init__, read in 0.6.0, 0.6.4 and 0.7.2; docs/reference/overheads.md
+  // "V0 long-context default"). Multimodal models are left out there too; ModelSpec does not
+  // say whether a model is multimodal, so that exception is not applied.
+  const bool rocm = gpu && gpu->vendor == "amd";
+  const bool v0_long_context_chunked =
+      v0 && max_model_len > 32768 && !sliding_window && !(rocm && version.at_least(0, 7));
+  if (v0_long_context_chunked) {
+    out.max_num_batched_tokens = 2048;
+    out.max_num_seqs = 256;
+    out.why = "V0 with max_model_len > 32768: chunked prefill on by default, 2048 tokens, 256 sequences";
+  } else if (v0) {
     // V0 without chunked prefill: max(max_model_len, 2048) tokens, 256 sequences.
     out.max_num_batched_tokens = std::max<std::uint64_t>(max_model_len, 2048);
     out.max_num_seqs = 256;
@@ -831,7 +844,10 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   std::uint64_t max_model_len = length.max_model_len;
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
-  const SchedulerLimits limits = scheduler_limits(version, options, total, gpu, max_model_len);
+  const bool sliding_window = std::any_of(model.layers.begin(), model.layers.end(), [](const LayerSpec& l) {
+    return l.kind == LayerKind::sliding_window;
+  });
+  const SchedulerLimits limits = scheduler_limits(version, options, total, gpu, max_model_len, sliding_window);
   const VersionRules rules = rules_for(version);
   // Sliding-window / chunked-local pages cover max_in_flight_tokens = max_concurrent_batches x
   // max_num_batched_tokens (config/vllm.py max_in_flight_tokens, 0.26+); 1 x T before.

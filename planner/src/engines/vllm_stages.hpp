@@ -147,9 +147,11 @@ std::uint64_t bytes_per_block(const Layout& layout, const std::vector<std::uint3
 
 // Scheduler defaults for this version and device, then the user's values, then the clamps
 // of config/scheduler.py. Throws InputError for a zero value.
+// sliding_window: the model has a sliding-window layer (V0 then keeps chunked prefill off
+// whatever the length).
 SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& options,
                                  std::optional<std::uint64_t> total_bytes, const GpuSpec* gpu,
-                                 std::uint64_t max_model_len);
+                                 std::uint64_t max_model_len, bool sliding_window = false);
 
 // The worker's budget. `total_bytes` may be empty only with --kv-cache-memory-bytes.
 MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const EngineOptions& options,
