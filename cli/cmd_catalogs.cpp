@@ -44,8 +44,8 @@ void run_models(CliState& state) {
                     {"params", params}});
     table.rows.push_back({entry.id, entry.name, std::to_string(m.num_layers()), kinds_summary(m),
                           std::to_string(m.num_attention_heads) + "/" + std::to_string(m.num_kv_heads),
-                          std::to_string(m.head_dim), with_commas(fp.bytes_per_token),
-                          with_commas(derived_max_model_len(m)),
+                          std::to_string(m.head_dim), commas_text(fp.bytes_per_token),
+                          commas_text(derived_max_model_len(m)),
                           fixed_text(static_cast<double>(params) / 1e9, 2)});
   }
   if (format == Format::json) emit(state, render_json({{"models", rows}}));

@@ -459,7 +459,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     table.columns = {"context", "attention us/call", "ms/token", "published", "diff",
                      "tok/s",   "published tok/s"};
   for (const DecodePoint& p : curve.points) {
-    std::vector<std::string> row = {with_commas(p.context), fixed_text(p.attention_us_per_call, 3),
+    std::vector<std::string> row = {commas_text(p.context), fixed_text(p.attention_us_per_call, 3),
                                     fixed_text(p.ms_per_token, 2)};
     if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
       row.push_back(fixed_text(pub->ms_per_token, 2));
@@ -486,7 +486,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     split_table.columns = {"context", "splits", "attention us/call", "ms/token", "published",
                            "diff",    "tok/s"};
   for (const DecodePoint& p : split_curve.points) {
-    std::vector<std::string> row = {with_commas(p.context), std::to_string(p.splits),
+    std::vector<std::string> row = {commas_text(p.context), std::to_string(p.splits),
                                     fixed_text(p.attention_us_per_call, 3), fixed_text(p.ms_per_token, 2)};
     if (scenario_mode) {
       const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context);
@@ -520,7 +520,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     for (const probes::SweepResult& sweep : measured.sweeps) {
       const auto& pts = sweep.points;
       const std::string range =
-          pts.empty() ? "" : with_commas(pts.front().context) + " -> " + with_commas(pts.back().context);
+          pts.empty() ? "" : commas_text(pts.front().context) + " -> " + commas_text(pts.back().context);
       const std::string times =
           pts.empty() ? "" : fixed_text(pts.front().time_us, 2) + " -> " + fixed_text(pts.back().time_us, 2);
       std::string published;

@@ -31,7 +31,7 @@ std::string signed_fixed(double v, int digits) { return (v >= 0 ? "+" : "") + fi
 std::string figure(const std::optional<double>& v, const std::string& unit) {
   if (!v) return "-";
   if (unit == "tokens" || unit == "blocks" || unit == "B")
-    return with_commas(static_cast<std::uint64_t>(std::llround(std::max(0.0, *v))));
+    return commas_text(static_cast<std::uint64_t>(std::llround(std::max(0.0, *v))));
   return fixed_text(*v, 2);
 }
 

@@ -185,7 +185,7 @@ void run_fit(FitArgs& args, CliState& state) {
 
   const std::size_t top = args.top == 0 ? SIZE_MAX : static_cast<std::size_t>(args.top);
   std::string text = "kvsight fit: " + outcome.model.id + ", " + std::to_string(outcome.concurrency) +
-                     " sequences of " + with_commas(outcome.context) + " tokens, under " +
+                     " sequences of " + commas_text(outcome.context) + " tokens, under " +
                      outcome.engine_display + " " + outcome.engine_version + "\n";
   text += "searched " + std::to_string(outcome.gpus.size()) + " GPU kind(s), TP x PP up to " +
           std::to_string(outcome.max_gpus) + " GPUs: " + std::to_string(outcome.candidates_planned) +

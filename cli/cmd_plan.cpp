@@ -37,10 +37,10 @@ void check_gib(const std::optional<double>& value, const char* flag) {
 }
 
 void validate(PlanArgs& a) {
-  check_gib(a.engine.activation_gib, "--activation-gib");
-  check_gib(a.engine.non_torch_gib, "--non-torch-gib");
-  check_gib(a.engine.cuda_graph_gib, "--cuda-graph-gib");
-  check_gib(a.engine.weights_gib, "--weights-gib");
+  check_gib(a.engine.overheads.activation_gib, "--activation-gib");
+  check_gib(a.engine.overheads.non_torch_gib, "--non-torch-gib");
+  check_gib(a.engine.overheads.cuda_graph_gib, "--cuda-graph-gib");
+  check_gib(a.engine.overheads.weights_gib, "--weights-gib");
   if (a.gpu_mem_gib) {
     const std::uint64_t bytes = parse_gib(*a.gpu_mem_gib, "--gpu-mem-gib");
     // Below 1e7 GiB, as before the grammar was shared: no device is a thousandth of that.
@@ -118,8 +118,8 @@ std::string bytes_cell(std::uint64_t bytes) {
     unit = fixed_text(b / (1 << 20), 2) + " MiB";
   else if (bytes >= 1024)
     unit = fixed_text(b / 1024, 2) + " KiB";
-  else return with_commas(bytes) + " B";
-  return with_commas(bytes) + " B (" + unit + ")";
+  else return commas_text(bytes) + " B";
+  return commas_text(bytes) + " B (" + unit + ")";
 }
 
 Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r, const EngineOptions& o) {
@@ -140,13 +140,13 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
   if (r.kv.state_bytes_per_sequence > 0)
     kv.rows.push_back({"recurrent state per sequence", bytes_cell(r.kv.state_bytes_per_sequence), "constant"});
   kv.rows.push_back({"block size", std::to_string(r.kv.block_size) + " tokens", ""});
-  kv.rows.push_back({"per sequence at " + with_commas(r.kv.context) + " tokens", bytes_cell(r.kv.bytes_per_sequence),
-                     with_commas(r.kv.blocks_per_sequence) + " blocks"});
-  kv.rows.push_back({"per batch of " + with_commas(r.kv.batch), bytes_cell(r.kv.bytes_per_batch), ""});
+  kv.rows.push_back({"per sequence at " + commas_text(r.kv.context) + " tokens", bytes_cell(r.kv.bytes_per_sequence),
+                     commas_text(r.kv.blocks_per_sequence) + " blocks"});
+  kv.rows.push_back({"per batch of " + commas_text(r.kv.batch), bytes_cell(r.kv.bytes_per_batch), ""});
   rep.sections.push_back(kv);
 
   ReportSection w{"Weights", {}};
-  w.rows.push_back({"parameters", with_commas(r.weights.params),
+  w.rows.push_back({"parameters", commas_text(r.weights.params),
                     fixed_text(static_cast<double>(r.weights.params) / 1e9, 2) + " B"});
   w.rows.push_back(
       {"bytes", bytes_cell(r.weights.bytes),
@@ -164,11 +164,11 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
     if (c.overhead_bytes)
       cap.rows.push_back({"runtime overheads", gib_text(c.overhead_bytes), "estimate, see assumptions"});
     cap.rows.push_back({"available for KV", gib_text(c.available_kv_bytes), ""});
-    cap.rows.push_back({"blocks", with_commas(c.num_blocks), "page " + with_commas(c.page_bytes) + " B"});
-    cap.rows.push_back({"KV tokens", with_commas(c.kv_tokens), ""});
-    cap.rows.push_back({"max concurrency at " + with_commas(c.max_model_len),
+    cap.rows.push_back({"blocks", commas_text(c.num_blocks), "page " + commas_text(c.page_bytes) + " B"});
+    cap.rows.push_back({"KV tokens", commas_text(c.kv_tokens), ""});
+    cap.rows.push_back({"max concurrency at " + commas_text(c.max_model_len),
                         fixed_text(c.max_concurrency, 2) + "x", c.fits ? "fits" : "DOES NOT FIT (exit 1)"});
-    cap.rows.push_back({"largest max_model_len that fits", with_commas(c.largest_max_model_len), ""});
+    cap.rows.push_back({"largest max_model_len that fits", commas_text(c.largest_max_model_len), ""});
     rep.sections.push_back(cap);
   }
   if (!r.assumptions.empty()) {
@@ -317,19 +317,19 @@ void run_plan(PlanArgs args, CliState& state) {
       table.rows.push_back(std::move(row));
       continue;
     }
-    std::vector<std::string> row{item.model.id, gpu_id, with_commas(r.kv.bytes_per_token),
+    std::vector<std::string> row{item.model.id, gpu_id, commas_text(r.kv.bytes_per_token),
                                  fixed_text(to_gib(r.kv.bytes_per_sequence), 2),
                                  fixed_text(to_gib(r.weights.bytes_per_rank), 2)};
     if (r.capacity) {
       const Capacity& c = *r.capacity;
       row.push_back(fixed_text(to_gib(c.available_kv_bytes), 2));
-      row.push_back(with_commas(c.num_blocks));
-      row.push_back(with_commas(c.kv_tokens));
-      row.push_back(with_commas(c.max_model_len));
+      row.push_back(commas_text(c.num_blocks));
+      row.push_back(commas_text(c.kv_tokens));
+      row.push_back(commas_text(c.max_model_len));
       row.push_back(!item.refusals.empty() ? "refused"
                     : c.fits               ? fixed_text(c.max_concurrency, 2) + "x"
                                            : "no fit");
-      row.push_back(with_commas(c.largest_max_model_len));
+      row.push_back(commas_text(c.largest_max_model_len));
     } else {
       row.insert(row.end(), 6, "-");
     }
@@ -374,10 +374,13 @@ void add_plan_command(CLI::App& app, CliState& state) {
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
                  1, UINT64_MAX);
-  cmd->add_option("--activation-gib", e.activation_gib, "Override the activation-peak estimate (GiB)");
-  cmd->add_option("--non-torch-gib", e.non_torch_gib, "Override the non-torch memory estimate (GiB)");
-  cmd->add_option("--cuda-graph-gib", e.cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");
-  cmd->add_option("--weights-gib", e.weights_gib, "Override the weights size (GiB, whole model)");
+  cmd->add_option("--activation-gib", e.overheads.activation_gib,
+                  "Override the activation-peak estimate (GiB)");
+  cmd->add_option("--non-torch-gib", e.overheads.non_torch_gib,
+                  "Override the non-torch memory estimate (GiB)");
+  cmd->add_option("--cuda-graph-gib", e.overheads.cuda_graph_gib,
+                  "Override the CUDA-graph memory estimate (GiB)");
+  cmd->add_option("--weights-gib", e.overheads.weights_gib, "Override the weights size (GiB, whole model)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
   add_output_options(*cmd, state);
   cmd->footer(

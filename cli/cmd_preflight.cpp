@@ -115,7 +115,7 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
   report.sections.push_back(measured);
 
   ReportSection capacity{
-      "Capacity (" + o.options.engine + ", max_model_len " + with_commas(f.max_model_len) + ")", {}};
+      "Capacity (" + o.options.engine + ", max_model_len " + commas_text(f.max_model_len) + ")", {}};
   const auto add_capacity = [&](const std::string& label, const std::optional<app::CapacityFacts>& c) {
     if (!c) return;
     capacity.rows.push_back({label, gib_text(c->gpu_memory_bytes),
@@ -135,7 +135,7 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
                           "splits",  "noise", "samples", "reference"};
   for (const app::ProbeFacts& p : f.probes) {
     probes_table.rows.push_back(
-        {with_commas(p.context), p.kernel, p.probe_kernel, p.measured ? fixed_text(p.time_us, 1) : "-",
+        {commas_text(p.context), p.kernel, p.probe_kernel, p.measured ? fixed_text(p.time_us, 1) : "-",
          p.measured ? fixed_text(p.gbps, 1) : "-", std::to_string(p.splits),
          p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-",
          std::to_string(p.samples), p.reference_ok ? "ok" : "FAILED"});
@@ -146,7 +146,7 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
   decode_table.title = "Decode per token, calibrated on this node (ms/token)";
   decode_table.columns = {"context", "engine path", "measured", "split-KV", "measured", "tok/s (engine)"};
   for (const app::DecodeFacts& d : f.decode) {
-    decode_table.rows.push_back({with_commas(d.context), fixed_text(d.engine_path.ms_per_token, 2),
+    decode_table.rows.push_back({commas_text(d.context), fixed_text(d.engine_path.ms_per_token, 2),
                                  d.measured_engine_ms ? fixed_text(*d.measured_engine_ms, 2) : "",
                                  fixed_text(d.split.ms_per_token, 2),
                                  d.measured_split_ms ? fixed_text(*d.measured_split_ms, 2) : "",

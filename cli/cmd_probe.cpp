@@ -161,11 +161,11 @@ void run_bandwidth(CliState& state, ProbeFlags& flags) {
   }
   Table table;
   table.title = "Bandwidth on " + result.device + " (" + result.backend + "), buffer " +
-                with_commas(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
+                commas_text(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
   table.columns = {"kernel", "bytes", "median us", "p10 us", "p90 us", "spread", "GB/s", "check"};
   table.right_align = {false, true, true, true, true, true, true, false};
   const auto row = [&](const std::string& name, std::uint64_t bytes, const kp::Timing& t, double gbps) {
-    table.rows.push_back({name, with_commas(bytes), fixed_text(t.median_us, 1), fixed_text(t.p10_us, 1),
+    table.rows.push_back({name, commas_text(bytes), fixed_text(t.median_us, 1), fixed_text(t.p10_us, 1),
                           fixed_text(t.p90_us, 1), fixed_text(t.spread, 3), fixed_text(gbps, 2),
                           point_status(result.correct)});
   };
@@ -191,7 +191,7 @@ void run_attention(CliState& state, ProbeFlags& flags) {
   report.sections.push_back(
       {"shape",
        {{"shape", shape_text(result.shape), ""},
-        {"context", with_commas(p.context), "tokens per sequence"},
+        {"context", commas_text(p.context), "tokens per sequence"},
         {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
   report.sections.push_back(
       {"timing",
@@ -199,7 +199,7 @@ void run_attention(CliState& state, ProbeFlags& flags) {
          "median of " + std::to_string(result.repeats) + " runs after " + std::to_string(result.warmup) +
              " warm-up"},
         {"spread", fixed_text(p.spread, 3), "(p90 - p10) / median"},
-        {"bytes", with_commas(p.bytes), "K+V for the context + block table + seq lens + q + out"},
+        {"bytes", commas_text(p.bytes), "K+V for the context + block table + seq lens + q + out"},
         {"bandwidth", fixed_text(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
         {"input sets", std::to_string(p.buffer_sets), "rotated between runs"}}});
   report.sections.push_back({"check",
@@ -260,7 +260,7 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
   table.right_align.assign(table.columns.size(), true);
   table.right_align.back() = false;
   for (std::size_t i = 0; i < contexts.size(); ++i) {
-    std::vector<std::string> row = {with_commas(contexts[i])};
+    std::vector<std::string> row = {commas_text(contexts[i])};
     bool correct = true;
     for (const auto& result : results) {
       const auto& p = result.points[i];
@@ -269,7 +269,7 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
       if (result.kernel == "splitkv") row.push_back(std::to_string(p.splits));
       correct = correct && p.correct;
     }
-    row.push_back(with_commas(results.front().points[i].bytes));
+    row.push_back(commas_text(results.front().points[i].bytes));
     row.push_back(point_status(correct));
     table.rows.push_back(row);
   }

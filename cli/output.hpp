@@ -2,7 +2,7 @@
 // Output in the four formats every command offers: table (aligned, for a
 // terminal), json, csv (RFC 4180), markdown. Commands build a Report (sections of
 // key/value rows) or a Table (rows x columns) plus a JSON object. Numbers are
-// formatted by kvsight/number_text.hpp (with_commas, fixed_text, gib_text), the one
+// formatted by kvsight/number_text.hpp (commas_text, fixed_text, gib_text), the one
 // formatter of each kind for every layer.
 #include <nlohmann/json.hpp>
 #include <string>

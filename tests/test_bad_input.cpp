@@ -330,6 +330,27 @@ TEST(FuzzFindings, QuantGroupSizeBeyond32BitsIsInputError) {
   }
 }
 
+TEST(FuzzFindings, Bitsandbytes4BitFlagThatIsNotABoolIsInputError) {
+  // Finding 11 (nightly fuzz, 2026-12-02): "load_in_4bit": "gptq" made nlohmann's value()
+  // throw type_error 302 out of read_quantization, which terminated the process.
+  const std::string config =
+      R"({"hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,"vocab_size":10,)"
+      R"("quantization_config":{"load_in_4bit":"gptq","bits":2},"max_position_embeddings":32768})";
+  try {
+    parse_hf_config(config, "x");
+    FAIL() << "accepted load_in_4bit \"gptq\"";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("quantization_config.load_in_4bit"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("true or false"), std::string::npos) << e.what();
+  }
+  // The fuzzer's own input, byte for byte (a 16-digit max_position_embeddings beside it).
+  const std::string found =
+      R"({"hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,"vocab_size":10,)"
+      R"("quantization_config":{"load_in_4bit":"gptq","bits":2,"staaxlposition_embeddings":32768},)"
+      R"("max_position_embeddings":1310742949672962})";
+  EXPECT_THROW(parse_hf_config(found, "x"), InputError);
+}
+
 TEST(FuzzFindings, ScaledMaxLengthBeyond63BitsIsOverflowError) {
   // 2^62 positions x linear factor 4 = 2^64 tokens: llround's result was
   // unspecified, printed as a max_model_len.

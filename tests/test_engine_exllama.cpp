@@ -15,7 +15,7 @@ constexpr std::uint64_t kGiB = 1024ull * kMiB;
 
 std::uint64_t per_token(const std::string& engine, const std::string& mode) {
   EngineOptions o;
-  o.cache_type_k = mode;
+  o.exllama.cache_mode = mode;
   return make_engine(engine)->plan(llama31_8b(), nullptr, o).kv.bytes_per_token;
 }
 
@@ -35,12 +35,12 @@ TEST(Exllama, PagesConcurrencyAndTheFp16Temporary) {
   // Q4 cache of 65,536 tokens: 65,536 x 36,864 B = 2.25 GiB; the exl2 FP16 temporary is one
   // layer at FP16 for the whole cache: 65,536 x 4,096 B = 256 MiB.
   EngineOptions o;
-  o.cache_type_k = "q4";
-  o.ctx_size = 65536;
+  o.exllama.cache_mode = "q4";
+  o.exllama.cache_size = 65536;
   o.context = 8192;  // prompt + max_new: 32 pages of 256
   o.gpu_memory_bytes = 24 * kGiB;
-  o.weights_gib = 5.0;
-  o.activation_gib = 0.5;
+  o.overheads.weights_gib = 5.0;
+  o.overheads.activation_gib = 0.5;
   const PlanResult r = make_engine("exllamav2")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->num_blocks, 65536u / 256u);
@@ -48,7 +48,7 @@ TEST(Exllama, PagesConcurrencyAndTheFp16Temporary) {
   EXPECT_TRUE(r.capacity->fits);
   EXPECT_DOUBLE_EQ(r.capacity->max_concurrency, 256.0 / 32.0);
   // The cache is rounded up to whole pages.
-  o.ctx_size = 1000;
+  o.exllama.cache_size = 1000;
   EXPECT_EQ(make_engine("exllamav2")->plan(llama31_8b(), nullptr, o).capacity->kv_tokens, 1024u);
 }
 

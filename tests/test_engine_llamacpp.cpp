@@ -23,7 +23,7 @@ TEST(LlamaCpp, F16CacheAndItsLogLine) {
   // Per layer per cell: K 8 x 128 x 2 B = 2,048, V the same -> 4,096; 32 layers -> 131,072 B.
   // 8192 cells -> 1,073,741,824 B = 1024 MiB (K 512, V 512).
   EngineOptions o;
-  o.ctx_size = 8192;
+  o.llamacpp.ctx_size = 8192;
   const PlanResult r = plan(llama31_8b(), o);
   EXPECT_EQ(r.kv.bytes_per_token, 131072u);
   EXPECT_EQ(r.kv.bytes_per_sequence, 8192u * 131072u);
@@ -38,7 +38,7 @@ TEST(LlamaCpp, DefaultContextIs4096AndZeroMeansTraining) {
   // common.h default n_ctx 4096: 4096 cells x 131,072 B; --ctx-size 0: 131,072 cells.
   EngineOptions o;
   EXPECT_EQ(plan(llama31_8b(), o).kv.bytes_per_sequence, 4096u * 131072u);
-  o.ctx_size = 0;
+  o.llamacpp.ctx_size = 0;
   EXPECT_EQ(plan(llama31_8b(), o).kv.bytes_per_sequence, 131072ull * 131072u);
 }
 
@@ -46,9 +46,9 @@ TEST(LlamaCpp, Q8CacheUsesGgmlBlocks) {
   // q8_0: 34 B per 32 elements. K row 8 x 128 = 1024 elements = 32 blocks = 1,088 B; V the
   // same -> 2,176 B per layer per cell, x 32 layers = 69,632 B; x 8192 cells = 544 MiB.
   EngineOptions o;
-  o.ctx_size = 8192;
-  o.cache_type_k = "q8_0";
-  o.cache_type_v = "q8_0";
+  o.llamacpp.ctx_size = 8192;
+  o.llamacpp.cache_type_k = "q8_0";
+  o.llamacpp.cache_type_v = "q8_0";
   const PlanResult r = plan(llama31_8b(), o);
   EXPECT_EQ(r.kv.bytes_per_token, 32u * 2u * (1024u / 32u * 34u));
   EXPECT_EQ(r.kv.bytes_per_sequence, 8192u * 69632u);
@@ -58,17 +58,17 @@ TEST(LlamaCpp, Q8CacheUsesGgmlBlocks) {
 
 TEST(LlamaCpp, BadCacheTypeNamesTheFlag) {
   EngineOptions o;
-  o.cache_type_k = "fp8";
+  o.llamacpp.cache_type_k = "fp8";
   try {
     plan(llama31_8b(), o);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "--cache-type-k");
   }
-  o.cache_type_k = "f16";
-  o.parallel = 0;
+  o.llamacpp.cache_type_k = "f16";
+  o.llamacpp.parallel = 0;
   EXPECT_THROW(plan(llama31_8b(), o), InputError);
-  o.parallel = 1;
+  o.llamacpp.parallel = 1;
   o.engine_version = "latest";
   EXPECT_THROW(plan(llama31_8b(), o), InputError);
 }
@@ -76,7 +76,7 @@ TEST(LlamaCpp, BadCacheTypeNamesTheFlag) {
 TEST(LlamaCpp, OldBuildsPadTheContextTo256) {
   // Before the padding was dropped, n_ctx = GGML_PAD(1000, 256) = 1024 cells.
   EngineOptions o;
-  o.ctx_size = 1000;
+  o.llamacpp.ctx_size = 1000;
   o.engine_version = "b6000";
   EXPECT_EQ(plan(llama31_8b(), o).kv.bytes_per_sequence, 1024u * 131072u);
   o.engine_version = "b7900";  // newest: unpadded
@@ -98,7 +98,7 @@ TEST(LlamaCpp, SlidingWindowCacheIsCapped) {
   // Per layer per cell f16: 2 x 8 x 256 x 2 = 8,192 B.
   const std::uint64_t per_layer = 2 * 8 * 256 * 2;
   EngineOptions o;
-  o.ctx_size = 32768;
+  o.llamacpp.ctx_size = 32768;
   // One slot: SWA cells = pad(min(32768, 4096 x 1 + 512), 256) = 4608.
   PlanResult r = plan(gemma2_like(), o);
   EXPECT_EQ(r.kv.bytes_per_sequence, 21 * per_layer * 32768 + 21 * per_layer * 4608);
@@ -109,26 +109,26 @@ TEST(LlamaCpp, SlidingWindowCacheIsCapped) {
 
   // 4 slots, separate streams: each stream 32768 / 4 = 8192 base cells and
   // pad(min(8192, 4096 + 512), 256) = 4608 SWA cells -> 4 x 4608 = 18432.
-  o.parallel = 4;
+  o.llamacpp.parallel = 4;
   r = plan(gemma2_like(), o);
   EXPECT_NE(joined(r.engine_log).find("( 18432 cells,  21 layers,  4/4 seqs)"), std::string::npos)
       << joined(r.engine_log);
   EXPECT_NE(joined(r.engine_log).find("n_ctx_seq     = 8192"), std::string::npos);
   // Unified: pad(min(32768, 4096 x 4 + 512), 256) = 16896 cells in one stream.
-  o.kv_unified = true;
+  o.llamacpp.kv_unified = true;
   r = plan(gemma2_like(), o);
   EXPECT_NE(joined(r.engine_log).find("( 16896 cells,  21 layers,  1/4 seqs)"), std::string::npos)
       << joined(r.engine_log);
   // --swa-full: the SWA cache as large as the base cache.
-  o.swa_full = true;
+  o.llamacpp.swa_full = true;
   r = plan(gemma2_like(), o);
   EXPECT_NE(joined(r.engine_log).find("( 32768 cells,  21 layers,  1/4 seqs)"), std::string::npos);
 }
 
 TEST(LlamaCpp, MlaStorageByBuildWithQ8K) {
   EngineOptions o;
-  o.ctx_size = 4096;
-  o.cache_type_k = "q8_0";  // V stays f16
+  o.llamacpp.ctx_size = 4096;
+  o.llamacpp.cache_type_k = "q8_0";  // V stays f16
   // Newest (V-less, PR #19067): K = 576 elements q8_0 = 18 blocks x 34 = 612 B per layer.
   PlanResult r = plan(deepseek_v3_shape(), o);
   EXPECT_EQ(r.kv.bytes_per_token, 61u * 612u);
@@ -168,8 +168,8 @@ TEST(LlamaCpp, RecurrentStateInF32PerSlot) {
   }
   const std::uint64_t state = 10240ull * 3 * 4 + 48ull * 128 * 128 * 4;
   EngineOptions o;
-  o.ctx_size = 4096;
-  o.parallel = 2;
+  o.llamacpp.ctx_size = 4096;
+  o.llamacpp.parallel = 2;
   const PlanResult r = plan(m, o);
   EXPECT_EQ(r.kv.state_bytes_per_sequence, 6 * state);
   // One sequence = one slot of n_ctx / parallel = 2048 cells: 2 attention layers x 2048 cells
@@ -187,11 +187,11 @@ TEST(LlamaCpp, CapacityAndTheLargestContext) {
   // 24 GiB device, weights 15 GiB, compute 0.5 + runtime 0.5 -> 8 GiB for KV.
   // ctx 131072 needs 131072 x 131,072 B = 16 GiB: no fit; the largest is 8 GiB / 131,072 B = 65,536.
   EngineOptions o;
-  o.ctx_size = 0;  // the training context, 131,072
+  o.llamacpp.ctx_size = 0;  // the training context, 131,072
   o.gpu_memory_bytes = 24 * kGiB;
-  o.weights_gib = 15.0;
-  o.activation_gib = 0.5;
-  o.non_torch_gib = 0.5;
+  o.overheads.weights_gib = 15.0;
+  o.overheads.activation_gib = 0.5;
+  o.overheads.non_torch_gib = 0.5;
   PlanResult r = plan(llama31_8b(), o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->available_kv_bytes, 8 * kGiB);
@@ -201,8 +201,8 @@ TEST(LlamaCpp, CapacityAndTheLargestContext) {
   EXPECT_NE(joined(r.warnings).find("largest --ctx-size that fits is 65536"), std::string::npos)
       << joined(r.warnings);
   // 4 slots of 8192 (ctx 32768 = 4 GiB): fits, concurrency = --parallel.
-  o.ctx_size = 32768;
-  o.parallel = 4;
+  o.llamacpp.ctx_size = 32768;
+  o.llamacpp.parallel = 4;
   r = plan(llama31_8b(), o);
   EXPECT_TRUE(r.capacity->fits);
   EXPECT_EQ(r.capacity->max_concurrency, 4.0);

@@ -28,8 +28,8 @@ TEST(Sglang, TokenPoolOnAn80GiBDevice) {
   EngineOptions o;
   o.engine = "sglang";
   o.gpu_memory_bytes = 80 * kGiB;
-  o.weights_gib = 15.0;
-  o.non_torch_gib = 0.5;
+  o.overheads.weights_gib = 15.0;
+  o.overheads.non_torch_gib = 0.5;
   const PlanResult r = make_engine("sglang")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   ASSERT_NE(find(r, "mem_fraction_static"), nullptr);
@@ -50,14 +50,14 @@ TEST(Sglang, OlderReleasesKeyTheFractionOnTp) {
   o.engine_version = "0.4.6";
   o.tp = 2;
   o.gpu_memory_bytes = 80 * kGiB;
-  o.weights_gib = 7.5;
+  o.overheads.weights_gib = 7.5;
   const PlanResult r = make_engine("sglang")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(find(r, "mem_fraction_static")->value, "0.870");
   o.tp = 8;
   EXPECT_EQ(find(make_engine("sglang")->plan(llama31_8b(), nullptr, o), "mem_fraction_static")->value,
             "0.810");
   // Given fractions are checked.
-  o.mem_fraction_static = 0.0;
+  o.sglang.mem_fraction_static = 0.0;
   EXPECT_THROW(make_engine("sglang")->plan(llama31_8b(), nullptr, o), InputError);
 }
 
@@ -86,10 +86,10 @@ TEST(Sglang, HybridCarvesTheStatePoolFirst) {
   const double state = 6.0 * 3207168.0;
   EngineOptions o;
   o.gpu_memory_bytes = 80 * kGiB;
-  o.weights_gib = 15.0;
-  o.non_torch_gib = 0.5;
+  o.overheads.weights_gib = 15.0;
+  o.overheads.non_torch_gib = 0.5;
   o.engine_version = "0.5.2";     // state slots as reported; 0.5.23 below adds one
-  o.mem_fraction_static = 0.875;  // rest = 54.5625 GiB as in the test above
+  o.sglang.mem_fraction_static = 0.875;  // rest = 54.5625 GiB as in the test above
   const double rest = 54.5625 * static_cast<double>(kGiB);
   const auto slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / state);
   const auto kv = static_cast<std::uint64_t>(rest - static_cast<double>(slots) * state);

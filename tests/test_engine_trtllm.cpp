@@ -19,9 +19,9 @@ TEST(Trtllm, BlocksFromTheFreeFraction) {
   // blocks = floor(57.15 GiB / 4 MiB) = floor(57.15 x 256) = floor(14630.4) = 14630.
   EngineOptions o;
   o.gpu_memory_bytes = 80 * kGiB;
-  o.weights_gib = 15.0;
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
+  o.overheads.weights_gib = 15.0;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
   const PlanResult r = make_engine("trtllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.block_size, 32u);
@@ -42,14 +42,14 @@ TEST(Trtllm, BlocksFromTheFreeFraction) {
 TEST(Trtllm, FractionAndBlockSizeAreOptions) {
   EngineOptions o;
   o.gpu_memory_bytes = 80 * kGiB;
-  o.weights_gib = 15.0;
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
-  o.free_gpu_memory_fraction = 0.5;  // 31.75 GiB
+  o.overheads.weights_gib = 15.0;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
+  o.trtllm.free_gpu_memory_fraction = 0.5;  // 31.75 GiB
   o.block_size = 64;                 // 8 MiB blocks -> floor(31.75 x 128) = 4064
   const PlanResult r = make_engine("trtllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.capacity->num_blocks, 4064u);
-  o.free_gpu_memory_fraction = 1.2;
+  o.trtllm.free_gpu_memory_fraction = 1.2;
   try {
     make_engine("trtllm")->plan(llama31_8b(), nullptr, o);
     FAIL() << "expected InputError";

@@ -25,7 +25,7 @@ EngineOptions base_options(const std::string& version) {
   EngineOptions o;
   o.engine_version = version;
   o.gpu_memory_bytes = static_cast<std::uint64_t>(23.58 * kGiBd);  // RTX 3090 as torch reports it
-  o.weights_gib = 14.99;
+  o.overheads.weights_gib = 14.99;
   return o;
 }
 
@@ -128,7 +128,7 @@ TEST(VllmBlockSize, HybridPrefixCachingRoundsToTheChunk) {
   EngineOptions o;
   o.tp = 2;
   o.engine_version = "0.27.1";  // the "all" mode formula (before 0.28)
-  o.enable_prefix_caching = true;
+  o.vllm.enable_prefix_caching = true;
   EXPECT_EQ(vllm_block_size(m, o), 2048u);
 }
 
@@ -145,7 +145,7 @@ TEST(VllmIssue10517, V0LinesAt20000) {
   ASSERT_EQ(block_bytes, 2 * kMiB);
   EngineOptions o = base_options("0.6.4");
   o.max_model_len = 20000;
-  o.kv_cache_memory_bytes = 1952 * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 1952 * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.bytes_per_token, per_token);
@@ -165,7 +165,7 @@ TEST(VllmIssue10517, V0LinesAt20000) {
 TEST(VllmIssue10517, V0At29000DoesNotFit) {
   EngineOptions o = base_options("0.6.4");
   o.max_model_len = 29000;
-  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;  // 2.88671875 GiB, logged as 2.89
+  o.vllm.kv_cache_memory_bytes = 1478 * 2 * kMiB;  // 2.88671875 GiB, logged as 2.89
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->num_blocks, 1478u);
@@ -186,14 +186,14 @@ TEST(VllmIssue10517, TheRoundedGiBFigureGivesFewerBlocks) {
   // 2 decimals, and 1952 blocks need >= 3.8125 GiB, so the published 3.81 hides the last 2.
   EngineOptions o = base_options("0.6.4");
   o.max_model_len = 20000;
-  o.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(3.81 * kGiBd));
+  o.vllm.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(3.81 * kGiBd));
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->num_blocks, static_cast<std::uint64_t>(std::floor(3.81 * 512)));
   EXPECT_EQ(r.capacity->num_blocks, 1950u);
   // And 2.89 GiB = 2.89 x 512 = 1479.68 -> 1479, one more than the published 1478.
   o.max_model_len = 29000;
-  o.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(2.89 * kGiBd));
+  o.vllm.kv_cache_memory_bytes = static_cast<std::uint64_t>(std::llround(2.89 * kGiBd));
   const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r2.capacity->num_blocks, 1479u);
 }
@@ -201,7 +201,7 @@ TEST(VllmIssue10517, TheRoundedGiBFigureGivesFewerBlocks) {
 TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
   EngineOptions o = base_options("0.11.0");
   o.max_model_len = 20000;
-  o.kv_cache_memory_bytes = 1952 * 2 * kMiB;
+  o.vllm.kv_cache_memory_bytes = 1952 * 2 * kMiB;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   // V1: concurrency = num_blocks / ceil(20000 / 16) = 1952 / 1250 = 1.5616
   EXPECT_NEAR(r.capacity->max_concurrency, 1952.0 / 1250.0, 1e-12);
@@ -210,7 +210,7 @@ TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
       << joined(r.engine_log);
   // 29,000: 1478 / ceil(29000 / 16) = 1478 / 1813 = 0.815 and the start-up error.
   o.max_model_len = 29000;
-  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  o.vllm.kv_cache_memory_bytes = 1478 * 2 * kMiB;
   const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_NEAR(r2.capacity->max_concurrency, 1478.0 / 1813.0, 1e-12);
   EXPECT_FALSE(r2.capacity->fits);
@@ -223,7 +223,7 @@ TEST(VllmIssue10517, V1LinesUseCommasAndPagesPerRequest) {
 TEST(VllmAutoFit, MinusOneSearchesTheLargestLength) {
   EngineOptions o = base_options("0.27.1");
   o.max_model_len = -1;
-  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  o.vllm.kv_cache_memory_bytes = 1478 * 2 * kMiB;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   // ceil(L / 16) <= 1478 -> L = 23,648; derived 131,072 does not fit.
@@ -239,7 +239,7 @@ TEST(VllmAutoFit, NewestVersionsHoldBackTheNullBlock) {
   // (first released in 0.29, issue #13).
   EngineOptions o = base_options("0.29.0");
   o.max_model_len = -1;
-  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  o.vllm.kv_cache_memory_bytes = 1478 * 2 * kMiB;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.capacity->max_model_len, 1477u * 16u);
   EXPECT_EQ(r.capacity->num_blocks, 1478u);  // the pool itself still has 1478 blocks
@@ -260,7 +260,7 @@ TEST(VllmSlidingWindow, MistralAllLayersSlidingCapsPagesPerRequest) {
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;   // < 70 GiB, API server -> max_num_batched_tokens 2048
-  o.kv_cache_memory_bytes = 1000 * 2 * kMiB;  // one block = 32 x 16 x 4096 B = 2 MiB
+  o.vllm.kv_cache_memory_bytes = 1000 * 2 * kMiB;  // one block = 32 x 16 x 4096 B = 2 MiB
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   // pages = ceil(min(4096 - 1 + 2048, 32768) / 16) + 1 = ceil(6143 / 16) + 1 = 384 + 1 = 385
@@ -293,8 +293,8 @@ TEST(VllmSlidingWindow, Starcoder2LogFromPr19029) {
   m.layers.assign(30, attn(LayerKind::sliding_window, 2, 128, 4096));
   EngineOptions o;
   o.engine_version = "0.9.1";
-  o.max_num_batched_tokens = 8192;
-  o.kv_cache_memory_bytes = 137407ull * 491520;
+  o.vllm.max_num_batched_tokens = 8192;
+  o.vllm.kv_cache_memory_bytes = 137407ull * 491520;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, 491520u);
@@ -320,7 +320,7 @@ TEST(VllmSlidingWindow, Gemma2AlternatingMakesTwoGroups) {
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
-  o.kv_cache_memory_bytes = 3 * pages * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 3 * pages * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, block_bytes);
@@ -346,7 +346,7 @@ TEST(VllmSlidingWindow, GptOss120bLogFromHfMemIssue60) {
                                   : attn(LayerKind::full_attention, 8, 64));
   EngineOptions o;
   o.engine_version = "0.19.0";
-  o.kv_cache_memory_bytes = 9798ull * 589824;
+  o.vllm.kv_cache_memory_bytes = 9798ull * 589824;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, 589824u);
@@ -367,7 +367,7 @@ TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
   o.engine_version = "0.11.0";
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
   const std::uint64_t page = 16ull * 4096;
-  o.kv_cache_memory_bytes = 100 * 5 * page;
+  o.vllm.kv_cache_memory_bytes = 100 * 5 * page;
   PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r.capacity->page_bytes, 5 * page);
   EXPECT_EQ(r.capacity->num_blocks, 100u);
@@ -379,7 +379,7 @@ TEST(VllmSlidingWindow, FiveToOnePatternAndPadding) {
   m.layers.clear();
   for (int i = 0; i < 12; ++i) m.layers.push_back(attn(LayerKind::sliding_window, 8, 128, 128));
   for (int i = 0; i < 13; ++i) m.layers.push_back(attn(LayerKind::full_attention, 8, 128));
-  o.kv_cache_memory_bytes = 10 * 13 * page;
+  o.vllm.kv_cache_memory_bytes = 10 * 13 * page;
   r = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r.capacity->page_bytes, 13 * page);
   EXPECT_EQ(r.capacity->num_blocks, 10u);
@@ -402,7 +402,7 @@ TEST(VllmChunkedLocal, Llama4ScoutShape) {
   const std::uint64_t block_bytes = 12ull * 16 * 4096;
   // pages at 131,072: full ceil(131072 / 16) = 8192; chunked ceil(min(8192 + 8192, 131072) / 16) = 1024 x 3
   const std::uint64_t pages = 8192 + 3 * 1024;
-  o.kv_cache_memory_bytes = 2 * pages * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 2 * pages * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, block_bytes);
@@ -421,7 +421,7 @@ TEST(VllmMla, DeepSeekV3LatentAndBlock64) {
   // 163,840 tokens = 2560 pages of 64.
   EngineOptions o;
   o.engine_version = "0.11.0";
-  o.kv_cache_memory_bytes = 25600 * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 25600 * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(deepseek_v3_shape(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.block_size, 64u);
@@ -451,7 +451,7 @@ TEST(VllmHybrid, Qwen36Tp2GroupsAndConcurrency) {
   o.tp = 2;
   o.engine_version = "0.19.0";
   o.max_model_len = 32768;
-  o.kv_cache_memory_bytes = 100 * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 100 * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.block_size, 784u);
@@ -479,9 +479,9 @@ TEST(VllmHybrid, PrefixCachingKeepsTwoStatePages) {
   o.tp = 2;
   o.engine_version = "0.23.1";
   o.max_model_len = 32768;
-  o.enable_prefix_caching = true;
+  o.vllm.enable_prefix_caching = true;
   const std::uint64_t block_bytes = 16ull * 2048 * 2048;
-  o.kv_cache_memory_bytes = 44 * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 44 * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.block_size, 2048u);
@@ -501,7 +501,7 @@ TEST(VllmHybrid, Qwen35LogFromIssue40691) {
   EngineOptions o;
   o.engine_version = "0.19.0";
   o.max_model_len = 32768;
-  o.kv_cache_memory_bytes = 1487ull * 16 * 784 * 4096;
+  o.vllm.kv_cache_memory_bytes = 1487ull * 16 * 784 * 4096;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.kv.block_size, 784u);
@@ -526,7 +526,7 @@ TEST(VllmHybrid, PureMambaHasOneStatePagePerRequest) {
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.max_model_len = 4096;
-  o.kv_cache_memory_bytes = 10 * block_bytes;
+  o.vllm.kv_cache_memory_bytes = 10 * block_bytes;
   const PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, block_bytes);
@@ -556,7 +556,7 @@ TEST(VllmParallel, PipelineStagesTakeTheMinimumBlocks) {
   o.pp = 3;
   o.engine_version = "0.11.0";
   const std::uint64_t page = 16ull * 4096;
-  o.kv_cache_memory_bytes = 1000 * 11 * page + 5;
+  o.vllm.kv_cache_memory_bytes = 1000 * 11 * page + 5;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   ASSERT_TRUE(r.capacity);
   EXPECT_EQ(r.capacity->page_bytes, 11 * page);
@@ -575,7 +575,7 @@ TEST(VllmBudget, ProfiledBudgetOnAnH100) {
   gpu.memory_bytes = static_cast<std::uint64_t>(79.19 * kGiBd);
   EngineOptions o;
   o.engine_version = "0.11.0";
-  o.weights_gib = 14.99;
+  o.overheads.weights_gib = 14.99;
   o.max_model_len = 32768;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
   ASSERT_TRUE(r.capacity);
@@ -599,13 +599,13 @@ TEST(VllmBudget, ProfiledBudgetOnAnH100) {
   const double requested2 = std::ceil(static_cast<double>(gpu.memory_bytes) * 0.92);
   EXPECT_EQ(r2.capacity->requested_bytes, static_cast<std::uint64_t>(requested2));
   EXPECT_EQ(r2.capacity->overhead_bytes, act + nt + static_cast<std::uint64_t>(0.4 * kGiBd));
-  o.enforce_eager = true;
+  o.vllm.enforce_eager = true;
   EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes, act + nt);
   // Each term can be overridden.
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
-  o.enforce_eager = false;
-  o.cuda_graph_gib = 0.25;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
+  o.vllm.enforce_eager = false;
+  o.overheads.cuda_graph_gib = 0.25;
   EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes,
             static_cast<std::uint64_t>(1.75 * kGiBd));
 }
@@ -617,9 +617,9 @@ TEST(VllmBudget, WeightsOverrideIsTheWholeModelSplitOverRanks) {
   o.engine_version = "0.11.0";
   o.tp = 2;
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
-  o.weights_gib = 16.0;
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
+  o.overheads.weights_gib = 16.0;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.weights.bytes_per_rank, 8ull * 1024 * kMiB);
   const auto requested = static_cast<std::uint64_t>(std::ceil(24.0 * kGiBd * 0.90));
@@ -651,17 +651,17 @@ TEST(VllmErrors, BadInputsNameTheFlag) {
   auto engine = make_engine("vllm");
   EngineOptions o;
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
-  o.weights_gib = 1.0;
-  o.gpu_memory_utilization = 0.0;
+  o.overheads.weights_gib = 1.0;
+  o.vllm.gpu_memory_utilization = 0.0;
   try {
     engine->plan(llama31_8b(), nullptr, o);
     FAIL() << "expected InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.field(), "--gpu-memory-utilization");
   }
-  o.gpu_memory_utilization = 1.5;
+  o.vllm.gpu_memory_utilization = 1.5;
   EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
-  o.gpu_memory_utilization.reset();
+  o.vllm.gpu_memory_utilization.reset();
   o.max_model_len = -2;
   EXPECT_THROW(engine->plan(llama31_8b(), nullptr, o), InputError);
   o.max_model_len.reset();
@@ -693,9 +693,9 @@ TEST(VllmVersions, SlidingWindowReservesMaxInFlightTokens) {
   EXPECT_EQ(r.engine_version, "0.33.0");
   EXPECT_EQ(r.kv.blocks_per_sequence, 513u);
   // --no-async-scheduling: one batch again.
-  o.async_scheduling = false;
+  o.vllm.async_scheduling = false;
   EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 385u);
-  o.async_scheduling.reset();
+  o.vllm.async_scheduling.reset();
   // PP 2 on 0.33 (Model Runner V2): pp + 1 = 3 batches: ceil((4095 + 6144) / 16) + 1 = 640 + 1 = 641
   o.pp = 2;
   EXPECT_EQ(make_engine("vllm")->plan(mistral_sliding(), nullptr, o).kv.blocks_per_sequence, 641u);
@@ -730,9 +730,9 @@ TEST(VllmVersions, HybridPrefixCachingIsOnByDefaultFrom028) {
   PlanResult r = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r.kv.block_size, 784u);
   EXPECT_EQ(r.kv.blocks_per_sequence, 42u + 3u * 2u);
-  o.disable_prefix_caching = true;
+  o.vllm.disable_prefix_caching = true;
   EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.blocks_per_sequence, 45u);
-  o.disable_prefix_caching = false;
+  o.vllm.disable_prefix_caching = false;
   o.engine_version = "0.27.1";  // off by default before 0.28
   EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.blocks_per_sequence, 45u);
 }
@@ -741,7 +741,7 @@ TEST(VllmVersions, NullBlockFrom029Not028) {
   // 1478 blocks of 2 MiB, auto-fit: 0.28 still uses all 1478 (1478 x 16 = 23,648 tokens).
   EngineOptions o = base_options("0.28.0");
   o.max_model_len = -1;
-  o.kv_cache_memory_bytes = 1478 * 2 * kMiB;
+  o.vllm.kv_cache_memory_bytes = 1478 * 2 * kMiB;
   EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->max_model_len, 23648u);
   o.engine_version = "0.29.0";  // 1477 x 16 = 23,632
   EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), nullptr, o).capacity->max_model_len, 23632u);
@@ -769,7 +769,7 @@ TEST(VllmVersions, OverheadsFittedToRecentLogs) {
   gpu.name = "NVIDIA H100 80GB HBM3";
   gpu.memory_bytes = static_cast<std::uint64_t>(79.19 * kGiBd);
   EngineOptions o;
-  o.weights_gib = 14.99;
+  o.overheads.weights_gib = 14.99;
   o.max_model_len = 32768;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
   const double forward = 8192.0 * (3 * 14336 + 4 * 4096) * 2;
@@ -791,10 +791,10 @@ TEST(VllmVersions, NegativeAvailableMemoryIsPrintedSigned) {
   // 24 GiB x 0.92 = 22.08 GiB requested; weights 24 + overheads 1.5 = 25.5 GiB -> -3.42 GiB.
   EngineOptions o;
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
-  o.weights_gib = 24.0;
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
-  o.cuda_graph_gib = 0.0;
+  o.overheads.weights_gib = 24.0;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
+  o.overheads.cuda_graph_gib = 0.0;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.capacity->available_kv_bytes, 0u);
   EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: -3.42 GiB"), std::string::npos)

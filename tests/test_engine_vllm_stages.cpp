@@ -114,11 +114,11 @@ TEST(VllmStageScheduler, DefaultsByDeviceAndClamps) {
   EXPECT_EQ(s.max_num_batched_tokens, 2048u);
   EXPECT_EQ(s.max_num_seqs, 256u);
   // T = min(S x max_model_len, T): 4 seqs x 100 tokens = 400 < 2048; S = min(S, T) = 4.
-  o.max_num_seqs = 4;
+  o.vllm.max_num_seqs = 4;
   s = scheduler_limits(version(0, 11), o, 24ull * 1024 * kMiB, nullptr, 100);
   EXPECT_EQ(s.max_num_batched_tokens, 400u);
   EXPECT_EQ(s.max_num_seqs, 4u);
-  o.max_num_seqs = 0;
+  o.vllm.max_num_seqs = 0;
   EXPECT_THROW(scheduler_limits(version(0, 11), o, std::nullopt, nullptr, 100), InputError);
 }
 
@@ -150,9 +150,9 @@ TEST(VllmStageBudget, RequestedMinusWeightsAndOverheads) {
   // 24 GiB x 0.90 = 21.6 GiB requested; weights 8 GiB; overheads 1 + 0.5 GiB given;
   // enforce-eager: no graph term. available = 21.6 - 8 - 1.5 = 12.1 GiB.
   EngineOptions o;
-  o.activation_gib = 1.0;
-  o.non_torch_gib = 0.5;
-  o.enforce_eager = true;
+  o.overheads.activation_gib = 1.0;
+  o.overheads.non_torch_gib = 0.5;
+  o.vllm.enforce_eager = true;
   SchedulerLimits limits{2048, 256, ""};
   const std::uint64_t total = 24ull * 1024 * kMiB;
   const MemoryBudget b = memory_budget(version(0, 11), llama31_8b(), o, total, 8ull * 1024 * kMiB, limits);

@@ -190,7 +190,7 @@ TEST(Explain, Issue10517BudgetTermByTerm) {
 TEST(Explain, Trtllm224NamesTheTokenCount) {
   app::ExplainRequest r = request_for("trtllm-224.log", fixture_path("llama-2-7b.config.json"));
   r.gpu = "a10g";
-  r.options.free_gpu_memory_fraction = 0.95;
+  r.options.trtllm.free_gpu_memory_fraction = 0.95;
   r.options.block_size = 16;
   const app::ExplainOutcome out = app::run_explain(r);
   EXPECT_EQ(out.engine, "trtllm");
@@ -225,7 +225,7 @@ TEST(Explain, Issue13061NamesTheWeights) {
       request_for("vllm-13061.log", fixture_path("deepseek-r1-distill-qwen-14b.config.json"));
   r.gpu = "rtx4090";
   r.options.tp = 2;
-  r.options.gpu_memory_utilization = 0.98;
+  r.options.vllm.gpu_memory_utilization = 0.98;
   r.options.engine_version = "0.7.2";
   const app::ExplainOutcome out = app::run_explain(r);
   EXPECT_EQ(out.figures.kv_tokens.value_or(0), 81536u);

@@ -34,11 +34,11 @@ TEST(FidelityVllm10517, LoggedMemoryGivesTheLoggedBlocks) {
   EngineOptions o;
   o.engine_version = "0.6.4";
   o.max_model_len = 20000;
-  o.kv_cache_memory_bytes = gib(3.81);
+  o.vllm.kv_cache_memory_bytes = gib(3.81);
   const auto r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_LE(std::fabs(static_cast<double>(r.capacity->num_blocks) - 1952.0) / 1952.0, 0.003);
   o.max_model_len = 29000;
-  o.kv_cache_memory_bytes = gib(2.89);  // 2.89 x 512 = 1479.7 -> 1479 vs 1478
+  o.vllm.kv_cache_memory_bytes = gib(2.89);  // 2.89 x 512 = 1479.7 -> 1479 vs 1478
   const auto r2 = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_LE(std::fabs(static_cast<double>(r2.capacity->num_blocks) - 1478.0) / 1478.0, 0.003);
 }
@@ -48,7 +48,7 @@ TEST(FidelityVllm10517, GpuAndFlagsOnlyPredictTheBudget) {
   const ModelSpec model = resolve_model("llama-3.1-8b");
   EngineOptions o;
   o.engine_version = "0.6.4";
-  o.gpu_memory_utilization = 0.90;
+  o.vllm.gpu_memory_utilization = 0.90;
   o.max_model_len = 20000;
   const auto r = make_engine("vllm")->plan(model, &gpu, o);
   EXPECT_TRUE(within_budget_tolerance(static_cast<double>(r.capacity->available_kv_bytes) / kGiBd, 3.81))
@@ -71,7 +71,7 @@ TEST(FidelityHfMem60, GptOss120bTokensFromTheLoggedMemory) {
                                   : attn(LayerKind::full_attention, 8, 64));
   EngineOptions o;
   o.engine_version = "0.19.0";
-  o.kv_cache_memory_bytes = gib(5.38);
+  o.vllm.kv_cache_memory_bytes = gib(5.38);
   // 5.38 x 2^30 = 5,776,731,013 B / 589,824 B = 9,793.9 -> 9,793 blocks;
   // 9,793 // 2 groups x 16 = 4,896 x 16 = 78,336 tokens against the logged 78,384: -0.06 %.
   const auto r = make_engine("vllm")->plan(m, nullptr, o);
@@ -95,7 +95,7 @@ TEST(FidelityVllm21348, DocumentedMissFromTheMinimumOverRanks) {
   EngineOptions o;
   o.engine_version = "0.10.2";
   o.tp = 4;
-  o.kv_cache_memory_bytes = gib(8.11);
+  o.vllm.kv_cache_memory_bytes = gib(8.11);
   const auto r = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r.capacity->page_bytes, 770048u);
   EXPECT_EQ(r.capacity->kv_tokens, gib(8.11) / 770048 * 16);
@@ -113,7 +113,7 @@ TEST(FidelityVllmPr12569, ConcurrencyFromTheLoggedBlocks) {
   EngineOptions o;
   o.engine_version = "0.8.5";  // V1 line: blocks / ceil(2048 / 16) = 1381 / 128
   o.max_model_len = 2048;
-  o.kv_cache_memory_bytes = 1381ull * 16 * 327680;  // 80 layers x 8 x 256 x 2 B = 327,680 B per token
+  o.vllm.kv_cache_memory_bytes = 1381ull * 16 * 327680;  // 80 layers x 8 x 256 x 2 B = 327,680 B per token
   const auto r = make_engine("vllm")->plan(model, nullptr, o);
   EXPECT_EQ(r.capacity->num_blocks, 1381u);
   EXPECT_NEAR(r.capacity->max_concurrency, 1381.0 / 128.0, 1e-9);  // 10.79x
@@ -139,7 +139,7 @@ TEST(FidelityLmcache1739, Qwen3_14bTokensFromTheLoggedMemory) {
   EngineOptions o;
   o.engine_version = "0.11.0";
   o.max_model_len = 32768;
-  o.kv_cache_memory_bytes = gib(6.51);
+  o.vllm.kv_cache_memory_bytes = gib(6.51);
   const auto r = make_engine("vllm")->plan(fixture_model("qwen3-14b"), nullptr, o);
   // 40 layers x 2 x 8 heads x 128 x 2 B = 163,840 B per token; a block of 16 = 2,621,440 B;
   // 6.51 x 2^30 = 6,990,059,274 B / 2,621,440 = 2,666.5 -> 2,666 blocks x 16 = 42,656 tokens,
@@ -157,7 +157,7 @@ TEST(FidelityVllm13061, DocumentedMissFromTheMinimumOverRanks) {
   EngineOptions o;
   o.engine_version = "0.7.2";
   o.tp = 2;
-  o.kv_cache_memory_bytes = gib(8.69);
+  o.vllm.kv_cache_memory_bytes = gib(8.69);
   const auto r = make_engine("vllm")->plan(fixture_model("deepseek-r1-distill-qwen-14b"), nullptr, o);
   // Per rank 4 of 8 KV heads: 48 x 2 x 4 x 128 x 2 B = 98,304 B per token; a block 1,572,864 B;
   // 8.69 x 2^30 / 1,572,864 = 5,932.4 -> 5,932 blocks = 94,912 tokens against the logged 81,536
@@ -185,7 +185,7 @@ TEST(FidelityVllm13061, GpuAndFlagsOnlyWithinBoundOfTheSmallestRank) {
   EngineOptions o;
   o.engine_version = "0.7.2";
   o.tp = 2;
-  o.gpu_memory_utilization = 0.98;
+  o.vllm.gpu_memory_utilization = 0.98;
   const GpuSpec& gpu = find_gpu("rtx4090");
   const auto r = make_engine("vllm")->plan(fixture_model("deepseek-r1-distill-qwen-14b"), &gpu, o);
   const auto t = std::find_if(r.assumptions.begin(), r.assumptions.end(),
@@ -207,13 +207,13 @@ TEST(FidelityVllmRecipes12, LargestLengthFromTheLoggedMemory) {
   const ModelSpec m = fixture_model("qwen3-coder-480b-a35b");
   EngineOptions o;
   o.engine_version = "0.10.1";
-  o.kv_cache_memory_bytes = gib(48.66);
+  o.vllm.kv_cache_memory_bytes = gib(48.66);
   const auto r = make_engine("vllm")->plan(m, nullptr, o);
   // 62 x 2 x 8 x 128 x 2 B = 253,952 B per token; x 262,144 = 66,571,993,088 B = 62.00 GiB.
   EXPECT_EQ(r.kv.bytes_per_token * 262144, 66571993088u);
   // 48.66 x 2^30 / (16 x 253,952) = 12,858.6 -> 12,858 blocks x 16 = 205,728: exact.
   EXPECT_EQ(r.capacity->largest_max_model_len, 205728u);
-  o.kv_cache_memory_bytes = gib(55.65);
+  o.vllm.kv_cache_memory_bytes = gib(55.65);
   const auto r2 = make_engine("vllm")->plan(m, nullptr, o);
   // 55.65 x 2^30 / 4,063,232 = 14,705.97 -> 14,705 x 16 = 235,280 against 235,296: one block
   // (-0.007 %), the log's rounding of the GiB to two decimals.
@@ -229,7 +229,7 @@ TEST(FidelityVllmRecipes12, LargestLengthFromTheLoggedMemory) {
 TEST(FidelityVllm34076, LargestLengthFromTheLoggedMemory) {
   EngineOptions o;
   o.engine_version = "0.15.2";
-  o.kv_cache_memory_bytes = gib(3.18);
+  o.vllm.kv_cache_memory_bytes = gib(3.18);
   const auto r = make_engine("vllm")->plan(fixture_model("qwen3-coder-30b-a3b"), nullptr, o);
   // 48 x 2 x 4 x 128 x 2 B = 98,304 B per token; x 262,144 = 24.0 GiB as logged.
   EXPECT_EQ(r.kv.bytes_per_token * 262144, 24ull << 30);
@@ -285,7 +285,7 @@ TEST(FidelityTrtllm224, DocumentedMissFromEngineBuffers) {
   const GpuSpec& gpu = find_gpu("a10g");
   EngineOptions o;
   o.engine = "trtllm";
-  o.free_gpu_memory_fraction = 0.95;
+  o.trtllm.free_gpu_memory_fraction = 0.95;
   o.block_size = 16;
   const auto r = make_engine("trtllm")->plan(fixture_model("llama-2-7b"), &gpu, o);
   const double logged_gib = 10718.0 * 524288.0 / kGiBd;  // 5.233 GiB

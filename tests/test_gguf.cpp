@@ -171,7 +171,7 @@ TEST(Gguf, MlaLayoutDecidesLlamaCppCache) {
   EXPECT_FALSE(n.mla->gguf_decompressed_cache);
   EXPECT_TRUE(o.mla->gguf_decompressed_cache);
   EngineOptions options;
-  options.ctx_size = 1024;
+  options.llamacpp.ctx_size = 1024;
   options.engine_version = "b6000";  // latent K and V, before the V-less cache
   const auto engine = make_engine("llamacpp");
   // New layout, f16: K 576 x 2 + V 512 x 2 = 2,176 B per layer per cell, 2 layers.

@@ -25,13 +25,13 @@ TEST(NumberText, HugeValuesPrintWholeNotCut) {
 }
 
 TEST(NumberText, CommasEveryThreeDigitsFromTheRight) {
-  EXPECT_EQ(with_commas(0), "0");
-  EXPECT_EQ(with_commas(999), "999");     // three digits: no separator
-  EXPECT_EQ(with_commas(1000), "1,000");  // four: one
-  EXPECT_EQ(with_commas(131072), "131,072");
-  EXPECT_EQ(with_commas(4831838208ull), "4,831,838,208");
+  EXPECT_EQ(commas_text(0), "0");
+  EXPECT_EQ(commas_text(999), "999");     // three digits: no separator
+  EXPECT_EQ(commas_text(1000), "1,000");  // four: one
+  EXPECT_EQ(commas_text(131072), "131,072");
+  EXPECT_EQ(commas_text(4831838208ull), "4,831,838,208");
   // 2^64 - 1 = 18446744073709551615: 20 digits, 6 separators.
-  EXPECT_EQ(with_commas(18446744073709551615ull), "18,446,744,073,709,551,615");
+  EXPECT_EQ(commas_text(18446744073709551615ull), "18,446,744,073,709,551,615");
 }
 
 TEST(NumberText, RoundTripIsTheShortestExactDecimal) {

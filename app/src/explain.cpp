@@ -248,8 +248,8 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
     out.inputs_from_log.push_back("max_model_len " + std::to_string(*f.max_model_len) +
                                   " (\"Maximum concurrency for N tokens per request\" or \"non-default args\")");
   }
-  if (f.gpu_memory_utilization && !options.gpu_memory_utilization) {
-    options.gpu_memory_utilization = *f.gpu_memory_utilization;
+  if (f.gpu_memory_utilization && !options.vllm.gpu_memory_utilization) {
+    options.vllm.gpu_memory_utilization = *f.gpu_memory_utilization;
     out.inputs_from_log.push_back("gpu_memory_utilization " + two(*f.gpu_memory_utilization) +
                                   " (V0 \"Memory profiling results\" or \"non-default args\")");
   }
@@ -258,8 +258,8 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
     options.gpu_memory_bytes = bytes_of_gib(*f.total_gpu_gib);
     out.inputs_from_log.push_back("GPU total " + two(*f.total_gpu_gib) + " GiB (V0 total_gpu_memory)");
   }
-  if (f.engine == "llamacpp" && f.kv_tokens && !options.ctx_size) {
-    options.ctx_size = *f.kv_tokens;
+  if (f.engine == "llamacpp" && f.kv_tokens && !options.llamacpp.ctx_size) {
+    options.llamacpp.ctx_size = *f.kv_tokens;
     out.inputs_from_log.push_back("n_ctx " + std::to_string(*f.kv_tokens) +
                                   " cells (llama_kv_cache size line)");
   }
@@ -267,7 +267,7 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
   // Replay 1: the KV memory the log states (vLLM takes it as --kv-cache-memory-bytes).
   if (options.engine == "vllm" && f.available_kv_gib && *f.available_kv_gib > 0.0) {
     EngineOptions given = options;
-    given.kv_cache_memory_bytes = bytes_of_gib(*f.available_kv_gib);
+    given.vllm.kv_cache_memory_bytes = bytes_of_gib(*f.available_kv_gib);
     given.gpu_memory_bytes.reset();
     out.given_memory = replay_plan(request, given, "");
     add_capacity_terms(f, *out.given_memory, "given KV memory", out);
@@ -280,7 +280,7 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
   // Replay 2: GPU and flags only.
   if (!gpu.empty() || options.gpu_memory_bytes) {
     EngineOptions budget = options;
-    budget.kv_cache_memory_bytes.reset();
+    budget.vllm.kv_cache_memory_bytes.reset();
     out.gpu_only = replay_plan(request, budget, gpu);
     add_memory_terms(f, *out.gpu_only, out);
     add_capacity_terms(f, *out.gpu_only, "GPU and flags", out);

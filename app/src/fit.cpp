@@ -13,6 +13,7 @@
 #include "kvsight/app/engine_setup.hpp"
 #include "kvsight/app/plan.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_options.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
 #include "kvsight/gpu.hpp"
@@ -85,23 +86,22 @@ EngineOptions request_options(const FitRequest& request, const EngineReads& read
     if (request.concurrency > UINT32_MAX)
       throw InputError("--concurrency", "is " + std::to_string(request.concurrency) +
                                             "; allowed: at most 4294967295 slots for this engine");
-    options.parallel = static_cast<std::uint32_t>(request.concurrency);
+    store_option(options, OptionField::parallel, request.concurrency);
   }
   if (reads.ctx_size)
-    options.ctx_size = checked_mul(request.concurrency, request.context, "--concurrency x --context");
+    store_option(options, OptionField::ctx_size,
+                 checked_mul(request.concurrency, request.context, "--concurrency x --context"));
   return options;
 }
 
 void set_kv_dtype(EngineOptions& options, const EngineReads& reads, const std::string& dtype) {
-  if (reads.kv_dtype) options.kv_cache_dtype = dtype;
-  if (reads.cache_k) options.cache_type_k = dtype;
-  if (reads.cache_v) options.cache_type_v = dtype;
+  if (reads.kv_dtype) store_option(options, OptionField::kv_cache_dtype, dtype);
+  if (reads.cache_k) store_option(options, OptionField::cache_type_k, dtype);
+  if (reads.cache_v) store_option(options, OptionField::cache_type_v, dtype);
 }
 
-std::string engine_kv_default(const EngineOptions& options, const EngineReads& reads) {
-  if (reads.kv_dtype) return options.kv_cache_dtype;
-  if (reads.cache_k) return options.cache_type_k;
-  return "";
+std::string engine_kv_default(const Engine& engine, const EngineOptions& options) {
+  return engine.kv_cache_type_settings(options).front().value;
 }
 
 std::string rejection_for_capacity(const FitRequest& request, const PlanItem& item) {
@@ -238,7 +238,7 @@ FitOutcome run_fit(const FitRequest& request) {
   // distinct footprint.
   std::vector<std::string> dtypes = request.kv_cache_dtypes;
   if (dtypes.empty() && (reads.kv_dtype || reads.cache_k)) dtypes = base.engine->kv_cache_dtypes();
-  if (dtypes.empty()) dtypes.push_back(engine_kv_default(asked, reads));
+  if (dtypes.empty()) dtypes.push_back(engine_kv_default(*base.engine, asked));
   if (!request.kv_cache_dtypes.empty()) {
     for (const std::string& dtype : dtypes) {
       EngineOptions o = asked;

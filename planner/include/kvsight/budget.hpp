@@ -9,6 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/engine_exllama.hpp"
+#include "kvsight/engine_llamacpp.hpp"
+#include "kvsight/engine_sglang.hpp"
+#include "kvsight/engine_trtllm.hpp"
+#include "kvsight/engine_version.hpp"
+#include "kvsight/engine_vllm.hpp"
 #include "kvsight/footprint.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
@@ -16,50 +22,41 @@
 
 namespace kvsight {
 
-// Every engine's flags, named as the engines name them. Unset optionals mean
-// "the engine's default for this version/device", which the engine fills in and
-// reports in PlanResult::assumptions.
+// Runtime overhead overrides (GiB, plan's --activation-gib, --non-torch-gib,
+// --cuda-graph-gib, --weights-gib); unset = the engine's stated estimate. Shared because
+// each engine reads the ones its budget has a term for (weights: every engine; CUDA
+// graphs: vLLM only).
+struct OverheadOverrides {
+  std::optional<double> activation_gib;
+  std::optional<double> non_torch_gib;
+  std::optional<double> cuda_graph_gib;
+  std::optional<double> weights_gib;  // the whole model's weights instead of the estimate
+};
+
+// The options of a plan: the fields every engine reads, then each engine's own struct
+// (kvsight/engine_<name>.hpp), which only that engine reads. Unset optionals mean "the
+// engine's default for this version/device", which the engine fills in and reports in
+// PlanResult::assumptions. The flags that set them: kvsight/engine_options.hpp.
 struct EngineOptions {
   std::string engine = "vllm";  // vllm | sglang | trtllm | llamacpp | exllamav2 | exllamav3
-  std::string engine_version;   // "" = the newest the planner knows
+  std::string engine_version;   // "" = the engine's default (kvsight/engine_version.hpp grammar)
   std::uint64_t context = 0;    // --context: tokens per sequence for the kv.* figures (0 = max_model_len)
   std::uint64_t batch = 1;      // --batch
   std::uint32_t tp = 1;         // --tensor-parallel-size / --tp
   std::uint32_t pp = 1;         // --pipeline-parallel-size / --pp
   std::string kv_cache_dtype = "auto";  // vLLM/SGLang/TRT-LLM --kv-cache-dtype
   std::optional<std::uint32_t> block_size;  // vLLM --block-size (tokens_per_block for TRT-LLM, page size SGLang)
-
-  // vLLM
-  std::optional<double> gpu_memory_utilization;
-  std::optional<std::int64_t> max_model_len;  // -1 = search the largest that fits (vLLM semantics)
-  std::optional<std::uint64_t> max_num_batched_tokens;
-  std::optional<std::uint64_t> max_num_seqs;
-  std::optional<std::uint64_t> kv_cache_memory_bytes;
-  bool enforce_eager = false;         // no CUDA graphs -> no graph memory estimate
-  bool enable_prefix_caching = false;  // hybrid "align" mode keeps +1 state page
-  bool api_server = true;             // `vllm serve` defaults (vs offline LLM class)
-  bool disable_prefix_caching = false;  // --no-enable-prefix-caching (hybrid default is on from 0.28)
-  std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
-  // SGLang
-  std::optional<double> mem_fraction_static;
-  // TensorRT-LLM
-  std::optional<double> free_gpu_memory_fraction;
-  // llama.cpp
-  std::optional<std::uint64_t> ctx_size;  // --ctx-size (n_ctx)
-  std::uint32_t parallel = 1;             // --parallel (slots)
-  std::string cache_type_k = "f16";       // --cache-type-k
-  std::string cache_type_v = "f16";       // --cache-type-v
-  std::string flash_attn = "auto";        // --flash-attn / -fa: on, off, auto
-  bool swa_full = false;                  // --swa-full
-  std::uint64_t ubatch_size = 512;        // --ubatch-size (n_ubatch)
-  bool kv_unified = false;                // --kv-unified
-
-  // Runtime overhead overrides (GiB); unset = the engine's stated estimate.
-  std::optional<double> activation_gib;
-  std::optional<double> non_torch_gib;
-  std::optional<double> cuda_graph_gib;
-  std::optional<double> weights_gib;  // override the weights estimate
+  // The user's length (vLLM --max-model-len, SGLang --context-length, TensorRT-LLM
+  // --max_seq_len); -1 = search the largest that fits (vLLM semantics).
+  std::optional<std::int64_t> max_model_len;
   std::optional<std::uint64_t> gpu_memory_bytes;  // --gpu-mem-gib, instead of the catalog figure
+  OverheadOverrides overheads;
+
+  VllmOptions vllm;
+  SglangOptions sglang;
+  TrtllmOptions trtllm;
+  LlamacppOptions llamacpp;
+  ExllamaOptions exllama;
 };
 
 // A number the output should flag: an estimate with its range, or a default assumed.
@@ -145,6 +142,12 @@ struct EngineFlag {
   std::vector<std::string> spellings;  // the engine's names for it, long form first
 };
 
+// One KV cache type option an engine reads, and its value.
+struct KvTypeSetting {
+  OptionField field;
+  std::string value;
+};
+
 // The attention block (page) size an engine will really use, and why.
 struct BlockSizeChoice {
   std::uint32_t tokens = 0;  // 0: the engine has no paged KV blocks (llama.cpp)
@@ -172,11 +175,22 @@ class Engine {
   virtual std::vector<std::string> aliases() const { return {}; }
   // The version planned for when --engine-version is not given.
   virtual std::string default_version() const = 0;
+  // The form of its versions (kvsight/engine_version.hpp): dotted, or llama.cpp builds.
+  virtual VersionForm version_form() const { return VersionForm::dotted; }
+  // options.engine_version (default_version() when empty) in the engine's form. Throws
+  // InputError("--engine-version", ...) naming the form and known_versions().
+  EngineVersion version(const EngineOptions& options) const;
   // The options the engine reads, in its own spellings.
   virtual std::vector<EngineFlag> flags() const = 0;
   // Allowed values of the KV cache type option(s) the engine reads (kv_cache_dtype,
   // or cache_type_k / cache_type_v for llama.cpp and exllama).
   virtual std::vector<std::string> kv_cache_dtypes() const = 0;
+  // The KV cache type option(s) the engine reads, with their values in `options`, the
+  // one holding the K cache's type first: kv_cache_dtype for most; llama.cpp's
+  // cache_type_k and cache_type_v; exllama's one mode (under cache_type_k).
+  virtual std::vector<KvTypeSetting> kv_cache_type_settings(const EngineOptions& options) const {
+    return {{OptionField::kv_cache_dtype, options.kv_cache_dtype}};
+  }
   // The block size the engine uses for this model, after its own adjustments. Throws
   // InputError("block_size", ...) for a --block-size the engine refuses.
   virtual BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const = 0;

@@ -3,6 +3,7 @@
 // has a name the planner's errors use ("block_size"), kvsight's neutral spellings that
 // every engine reading the field accepts ("--block-size"), a kind that decides how its
 // text is parsed, and help. The engines' own spellings are theirs (Engine::flags).
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +41,15 @@ const OptionFieldInfo* option_field_named(std::string_view name_or_spelling);
 // Parses `text` by the field's kind and stores it in `options`. Throws
 // InputError(field name, ...) saying what is allowed. Flags take "" (set) only.
 void set_option(EngineOptions& options, OptionField field, std::string_view text);
+
+// The one map from a field to the members that hold it: stores an already-checked value
+// in the struct of every engine that reads the field (ctx_size: llama.cpp's n_ctx and
+// ExLlama's cache size). For the use cases that set options from their own request (fit).
+// A count field (tp, pp, block_size, max_num_batched_tokens, max_num_seqs,
+// kv_cache_memory_bytes, ctx_size, parallel, ubatch_size), or std::logic_error.
+void store_option(EngineOptions& options, OptionField field, std::uint64_t value);
+// A text field (kv_cache_dtype, cache_type_k, cache_type_v, flash_attn), or std::logic_error.
+void store_option(EngineOptions& options, OptionField field, const std::string& value);
 
 // Which engines spell an option this way: (display name, field) pairs.
 struct SpellingOwner {

@@ -101,8 +101,9 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input);
 // Throws InputError for an unknown engine or a model with no attention layers.
 GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options);
 
-// "0.23.1" -> comparable number (major x 1e6 + minor x 1e3 + patch); "" -> the
-// newest known. Throws InputError("--engine-version", ...) when it does not parse.
+// "0.23.1" -> comparable number (major x 1e6 + minor x 1e3 + patch; "b6000" -> 6000,
+// EngineVersion::ordinal); "" -> the newest known. Either form of
+// kvsight/engine_version.hpp; throws InputError("--engine-version", ...) naming both.
 std::uint64_t parse_engine_version(const std::string& text);
 
 }  // namespace kvsight

@@ -37,11 +37,11 @@ inline std::string round_trip_text(double value) {
   return error == std::errc() ? std::string(buffer, end) : "?";
 }
 
-// 4831838208 -> "4,831,838,208" (a comma every three digits from the right).
-inline std::string with_commas(std::uint64_t value) {
+// 4831838208 -> "4,831,838,208": Python's f"{n:,}", as the engines' logs print counts
+// (vLLM "GPU KV cache size: 1,234 tokens").
+inline std::string commas_text(std::uint64_t value) {
   const std::string digits = std::to_string(value);
   std::string out;
-  out.reserve(digits.size() + digits.size() / 3);
   for (std::size_t i = 0; i < digits.size(); ++i) {
     out += digits[i];
     const std::size_t left = digits.size() - 1 - i;

@@ -275,8 +275,8 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
   s.name = model.id + " on " + gpu.id;
   s.batch = std::max<std::uint64_t>(1, options.batch);
   s.calibration = decode_options.calibration ? *decode_options.calibration : default_calibration(gpu);
-  const KvTypes types =
-      resolve_kv_types(model, options.engine == "llamacpp" ? options.cache_type_k : options.kv_cache_dtype);
+  const KvTypes types = resolve_kv_types(
+      model, options.engine == "llamacpp" ? options.llamacpp.cache_type_k : options.kv_cache_dtype);
   // Primary group first (the decode curve reports its per-call time).
   std::vector<LayerGroupGate> ordered;
   ordered.push_back(gates.primary);

@@ -1,7 +1,7 @@
 #pragma once
-// Helpers shared by the engine budgets (engine_*.cpp), defined in engine_registry.cpp:
-// option checks, number formatting the way the engines' Python logs print them,
-// version parsing.
+// Helpers shared by the engine budgets (planner/src/engines/<name>.cpp), defined in
+// registry.cpp: option checks, memory and weights, start-up checks. Numbers are printed
+// with kvsight/number_text.hpp; versions read with kvsight/engine_version.hpp.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,31 +9,15 @@
 #include <vector>
 
 #include "kvsight/budget.hpp"
+#include "kvsight/engine_version.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::engine_detail {
 
 constexpr std::uint64_t kGiBBytes = 1024ull * 1024ull * 1024ull;
 
-// "major.minor.patch" of an engine version string ("0.11.0", "v0.27.1.dev5",
-// "0.9"); suffixes after the patch number are ignored.
-struct Version {
-  int major = 0, minor = 0, patch = 0;
-  std::string text;
-  bool at_least(int ma, int mi, int pa = 0) const {
-    if (major != ma) return major > ma;
-    if (minor != mi) return minor > mi;
-    return patch >= pa;
-  }
-};
-// Throws InputError("--engine-version", ...) listing `known`.
-Version parse_version(const std::string& text, const std::vector<std::string>& known);
-
-// Python "%.2f" (glibc printf rounds the exact binary value the same way).
-std::string fixed2(double value);
-// Python f"{n:,}".
-std::string with_commas(std::uint64_t n);
-// "%.2f GiB" of a byte count.
-std::string gib2(std::uint64_t bytes);
+// An engine's version (Engine::version, the one grammar of kvsight/engine_version.hpp).
+using Version = EngineVersion;
 
 // Fractions must lie in (0, 1]; throws InputError naming `flag`.
 double check_fraction(double value, std::string_view flag);

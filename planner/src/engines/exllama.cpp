@@ -86,6 +86,9 @@ class ExllamaEngine final : public Engine {
     }
     return modes;
   }
+  std::vector<KvTypeSetting> kv_cache_type_settings(const EngineOptions& options) const override {
+    return {{OptionField::cache_type_k, options.exllama.cache_mode}};
+  }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     return given_or_default_block(
         options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator", [](std::uint32_t b) { return b == kPage; },
@@ -105,10 +108,8 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = name();
-  result.engine_version = options.engine_version.empty() ? known_versions().front() : options.engine_version;
-  const Mode mode = parse_mode(options.cache_type_k, generation_);
-  if (options.cache_type_v != options.cache_type_k && options.cache_type_v != "f16")
-    result.notes.push_back("exllama sets one cache mode for K and V: --cache-type-k is used");
+  result.engine_version = version(options).text;
+  const Mode mode = parse_mode(options.exllama.cache_mode, generation_);
   if (model.mla) throw InputError("--model", "MLA models are not supported by " + name());
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)
     throw InputError("--model", "recurrent (Mamba / linear attention) layers are not supported by " + name());
@@ -127,10 +128,11 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   const std::uint64_t max_seq_len = derived_max_model_len(model);
   // Cache size in tokens: --ctx-size (ExLlamaV2Cache max_seq_len), default the model's
   // max_seq_len, a multiple of 256.
-  const std::uint64_t cache_tokens = round_up(options.ctx_size.value_or(max_seq_len), kPage, "cache tokens");
+  const std::uint64_t cache_tokens =
+      round_up(options.exllama.cache_size.value_or(max_seq_len), kPage, "cache tokens");
   result.assumptions.push_back(
       {"cache size", std::to_string(cache_tokens) + " tokens",
-       options.ctx_size ? "--ctx-size, rounded up to 256" : "the model's max_seq_len"});
+       options.exllama.cache_size ? "--ctx-size, rounded up to 256" : "the model's max_seq_len"});
   result.assumptions.push_back({"cache mode", mode.name, "--cache-type-k"});
   // exllamav2 quantized caches keep one FP16 K/V layer of the full cache length as a
   // temporary per device.
@@ -164,11 +166,11 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   cap.gpu_memory_bytes = *total;
   std::uint64_t overhead = static_cast<std::uint64_t>(0.5 * kGiB);
   std::string why = "CUDA context and scratch buffers: 0.5 GiB (range 0.3-1.5)";
-  if (options.activation_gib) {
-    overhead = gib_to_bytes(*options.activation_gib, "--activation-gib");
+  if (options.overheads.activation_gib) {
+    overhead = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     why = "given";
   }
-  result.assumptions.push_back({"runtime overhead", gib2(overhead), why});
+  result.assumptions.push_back({"runtime overhead", gib_text(overhead), why});
   cap.overhead_bytes = checked_add(overhead, temp, "overhead");
   const std::uint64_t used = checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
   cap.available_kv_bytes = used < *total ? *total - used : 0;
@@ -187,7 +189,7 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                  : 0;
   cap.largest_max_model_len = per_page > 0 ? room / per_page * kPage : 0;
   if (cache_bytes > cap.available_kv_bytes)
-    result.warnings.push_back("a " + std::to_string(cache_tokens) + "-token cache (" + gib2(cache_bytes) +
+    result.warnings.push_back("a " + std::to_string(cache_tokens) + "-token cache (" + gib_text(cache_bytes) +
                               ") does not fit; the largest that fits is " +
                               std::to_string(cap.largest_max_model_len) + " tokens");
   result.capacity = cap;

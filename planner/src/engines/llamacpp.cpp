@@ -21,7 +21,6 @@
 // Build numbers for those boundaries are approximate.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "common.hpp"
@@ -44,20 +43,6 @@ constexpr int kMlaLatentBuild = 5150;  // PR #12801, approximate
 constexpr int kKvUnifiedBuild = 5900;  // --kv-unified / per-sequence streams (PR #14363), approximate
 constexpr int kNoCtxPadBuild = 6900;   // n_ctx no longer padded (only the SWA cache is), approximate
 constexpr int kVlessMlaBuild = 7850;   // PR #19067, approximate
-
-int parse_build(const std::string& text) {
-  if (text.empty()) return kNewestBuild;
-  std::string s = text;
-  if (!s.empty() && (s[0] == 'b' || s[0] == 'B')) s.erase(0, 1);
-  if (s.empty() || s.size() > 7 ||
-      !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    std::string known;
-    for (const auto& k : llamacpp_versions()) known += (known.empty() ? "" : ", ") + k;
-    throw InputError("--engine-version",
-                     "llama.cpp versions are build numbers like b6000; got '" + text + "'; known: " + known);
-  }
-  return std::stoi(s);
-}
 
 std::string ggml_name(const KvDtype& t) {
   if (t.name == "fp16") return "f16";
@@ -189,17 +174,19 @@ Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, co
   return c;
 }
 
-std::string mib(std::uint64_t bytes, int width) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%*.2f", width, static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
+// printf's "%*s": right-aligned in `width` columns, as llama.cpp's log pads its figures.
+std::string right_aligned(std::string text, int width) {
+  const auto columns = static_cast<std::size_t>(std::max(width, 0));
+  if (text.size() < columns) text.insert(0, columns - text.size(), ' ');
+  return text;
 }
 
-std::string padded(std::uint64_t n, int width) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%*llu", width, static_cast<unsigned long long>(n));
-  return buf;
+// "%*.2f" of MiB, for the log line of the header comment ("llama_kv_cache: size = ...").
+std::string mib(std::uint64_t bytes, int width) {
+  return right_aligned(fixed_text(static_cast<double>(bytes) / (1024.0 * 1024.0), 2), width);
 }
+
+std::string padded(std::uint64_t n, int width) { return right_aligned(std::to_string(n), width); }
 
 class LlamaCppEngine final : public Engine {
  public:
@@ -210,6 +197,8 @@ class LlamaCppEngine final : public Engine {
   std::string display_name() const override { return "llama.cpp"; }
   std::vector<std::string> aliases() const override { return {"llama.cpp", "llama-cpp", "llama_cpp"}; }
   std::string default_version() const override { return llamacpp_versions().back(); }
+  // Release tags are build numbers (github.com/ggml-org/llama.cpp/releases: b6000).
+  VersionForm version_form() const override { return VersionForm::build; }
   bool has_gate_rules() const override { return true; }
   // common/arg.cpp (llama-server, llama-cli): -c/--ctx-size, -np/--parallel,
   // -ctk/--cache-type-k, -ctv/--cache-type-v, -fa/--flash-attn, --swa-full,
@@ -228,6 +217,10 @@ class LlamaCppEngine final : public Engine {
   std::vector<std::string> kv_cache_dtypes() const override {
     return {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"};
   }
+  std::vector<KvTypeSetting> kv_cache_type_settings(const EngineOptions& options) const override {
+    return {{OptionField::cache_type_k, options.llamacpp.cache_type_k},
+            {OptionField::cache_type_v, options.llamacpp.cache_type_v}};
+  }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     if (options.block_size)
       throw InputError("block_size", "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");
@@ -242,14 +235,15 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                 const EngineOptions& options) const {
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
-  if (options.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
-  if (options.ubatch_size == 0) throw InputError("--ubatch-size", "is 0; allowed: a positive integer");
+  if (options.llamacpp.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
+  if (options.llamacpp.ubatch_size == 0)
+    throw InputError("--ubatch-size", "is 0; allowed: a positive integer");
   PlanResult result;
   result.engine = "llamacpp";
-  const int build = parse_build(options.engine_version);
+  const int build = version(options).build;
   result.engine_version = "b" + std::to_string(build);
-  const KvDtype& tk = llama_type(options.cache_type_k, "--cache-type-k");
-  const KvDtype& tv = llama_type(options.cache_type_v, "--cache-type-v");
+  const KvDtype& tk = llama_type(options.llamacpp.cache_type_k, "--cache-type-k");
+  const KvDtype& tv = llama_type(options.llamacpp.cache_type_v, "--cache-type-v");
   if (tv.group_size > 0)
     result.notes.push_back("a quantized V cache needs flash attention (llama-context.cpp)");
   if (options.tp > 1 || options.pp > 1)
@@ -263,9 +257,10 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   // use; formulas.md "Other engines" gives cells = n_ctx, the source gives 4096 when unset
   // (issue #18376 shows the default at build 7539; newer builds' --fit may lower it further).
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
-  std::uint64_t n_ctx = options.ctx_size.value_or(4096);
+  std::uint64_t n_ctx = options.llamacpp.ctx_size.value_or(4096);
   std::string ctx_why = "given";
-  if (!options.ctx_size) ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
+  if (!options.llamacpp.ctx_size)
+    ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
   if (n_ctx == 0) {
     n_ctx = n_ctx_train;
     ctx_why = "--ctx-size 0 = n_ctx_train (llama-context.cpp)";
@@ -273,14 +268,20 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   if (n_ctx == 0)
     throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
   result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), ctx_why});
-  const bool unified = options.kv_unified || build < kKvUnifiedBuild;
-  if (!unified && n_ctx % options.parallel != 0)
+  const bool unified = options.llamacpp.kv_unified || build < kKvUnifiedBuild;
+  if (!unified && n_ctx % options.llamacpp.parallel != 0)
     result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " is not a multiple of --parallel " +
-                           std::to_string(options.parallel) + ": each slot gets n_ctx / parallel (floor)");
+                           std::to_string(options.llamacpp.parallel) +
+                           ": each slot gets n_ctx / parallel (floor)");
 
-  CacheParams p{n_ctx, options.parallel, options.kv_unified, options.swa_full, options.ubatch_size, build};
+  CacheParams p{n_ctx,
+                options.llamacpp.parallel,
+                options.llamacpp.kv_unified,
+                options.llamacpp.swa_full,
+                options.llamacpp.ubatch_size,
+                build};
   const Cache cache = size_cache(model, cells, p);
-  const std::uint64_t slot_ctx = unified ? cache.n_ctx : cache.n_ctx / options.parallel;
+  const std::uint64_t slot_ctx = unified ? cache.n_ctx : cache.n_ctx / options.llamacpp.parallel;
 
   // kv figures: one sequence = a single slot of `context` cells; the batch = `batch` slots.
   std::uint64_t per_token_full = 0, per_token_all = 0, state = 0;
@@ -301,14 +302,14 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.context = context;
   result.kv.batch = options.batch;
   result.kv.block_size = 1;  // cells, no paging
-  CacheParams one{context, 1, true, options.swa_full, options.ubatch_size, build};
+  CacheParams one{context, 1, true, options.llamacpp.swa_full, options.llamacpp.ubatch_size, build};
   result.kv.bytes_per_sequence = size_cache(model, cells, one).total();
   result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
   CacheParams many{checked_mul(context, options.batch, "context x batch"),
                    options.batch,
-                   options.kv_unified,
-                   options.swa_full,
-                   options.ubatch_size,
+                   options.llamacpp.kv_unified,
+                   options.llamacpp.swa_full,
+                   options.llamacpp.ubatch_size,
                    build};
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
@@ -322,8 +323,8 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   if (!unified) result.engine_log.push_back("llama_context: n_ctx_seq     = " + std::to_string(slot_ctx));
   auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t n_cells, std::uint32_t layers) {
     return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(n_cells, 6) + " cells, " +
-           padded(layers, 3) + " layers, " + padded(unified ? 1 : options.parallel, 2) + "/" +
-           std::to_string(options.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) +
+           padded(layers, 3) + " layers, " + padded(unified ? 1 : options.llamacpp.parallel, 2) + "/" +
+           std::to_string(options.llamacpp.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) +
            " MiB, V (" + ggml_name(tv) + "): " + mib(v, 7) + " MiB";
   };
   if (cache.base_layers > 0)
@@ -334,7 +335,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     result.engine_log.push_back("llama_memory_recurrent: size = " + mib(cache.rec, 7) + " MiB (" +
                                 padded(cache.rec_cells, 6) + " cells, " + padded(cache.rec_layers, 3) +
                                 " layers), R+S (f32)");
-  if (cache.swa_layers > 0 && !options.swa_full)
+  if (cache.swa_layers > 0 && !options.llamacpp.swa_full)
     result.notes.push_back("sliding-window layers keep " + std::to_string(cache.swa_cells) +
                            " cells (pad(min(n_ctx, n_swa x seqs + n_ubatch), 256)); --swa-full keeps n_ctx");
 
@@ -345,7 +346,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   Capacity cap;
   cap.gpu_memory_bytes = *total;
   cap.requested_bytes = *total;
-  const double ub = static_cast<double>(options.ubatch_size);
+  const double ub = static_cast<double>(options.llamacpp.ubatch_size);
   // Compute buffer with flash attention: logits n_ubatch x n_vocab f32 plus the FFN and
   // hidden intermediates, n_ubatch x (2 I + 4 H) x 4 B (Llama-3-8B at ubatch 512: ~258 MiB
   // reported; estimate range +-30%, more without flash attention).
@@ -355,18 +356,18 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                                       4.0 * static_cast<double>(model.hidden_size)) *
                                                      4.0);
   std::string compute_why = "n_ubatch x (V + 2I + 4H) x 4 B (flash attention on; range +-30%)";
-  if (options.activation_gib) {
-    compute = gib_to_bytes(*options.activation_gib, "--activation-gib");
+  if (options.overheads.activation_gib) {
+    compute = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     compute_why = "given";
   }
   std::uint64_t runtime = static_cast<std::uint64_t>(0.3 * kGiB);
   std::string runtime_why = "CUDA/HIP context, cuBLAS workspace, output buffer: 0.3 GiB (range 0.2-0.6)";
-  if (options.non_torch_gib) {
-    runtime = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+  if (options.overheads.non_torch_gib) {
+    runtime = gib_to_bytes(*options.overheads.non_torch_gib, "--non-torch-gib");
     runtime_why = "given";
   }
-  result.assumptions.push_back({"compute buffer", gib2(compute), compute_why});
-  result.assumptions.push_back({"runtime overhead", gib2(runtime), runtime_why});
+  result.assumptions.push_back({"compute buffer", gib_text(compute), compute_why});
+  result.assumptions.push_back({"runtime overhead", gib_text(runtime), runtime_why});
   cap.overhead_bytes = compute + runtime;
   const std::uint64_t used = checked_add(result.weights.bytes_per_rank, cap.overhead_bytes, "non-KV memory");
   cap.available_kv_bytes = used < *total ? *total - used : 0;
@@ -375,14 +376,14 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   cap.kv_tokens = cache.base_cells;
   cap.max_model_len = slot_ctx;
   cap.fits = cache.total() <= cap.available_kv_bytes;
-  cap.max_concurrency = cap.fits ? static_cast<double>(options.parallel) : 0.0;
+  cap.max_concurrency = cap.fits ? static_cast<double>(options.llamacpp.parallel) : 0.0;
   // Largest --ctx-size that fits (KV grows monotonically with n_ctx), reported per slot.
   auto fits_ctx = [&](std::uint64_t ctx) {
     CacheParams q = p;
     q.n_ctx = ctx;
     return size_cache(model, cells, q).total() <= cap.available_kv_bytes;
   };
-  std::uint64_t lo = options.parallel, hi = std::max(n_ctx, n_ctx_train), best = 0;
+  std::uint64_t lo = options.llamacpp.parallel, hi = std::max(n_ctx, n_ctx_train), best = 0;
   if (fits_ctx(lo)) {
     best = lo;
     while (lo <= hi) {
@@ -395,11 +396,11 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
       }
     }
   }
-  cap.largest_max_model_len = unified ? best : best / options.parallel;
+  cap.largest_max_model_len = unified ? best : best / options.llamacpp.parallel;
   if (!cap.fits) {
     result.warnings.push_back("--ctx-size " + std::to_string(n_ctx) + " does not fit: weights " +
-                              gib2(result.weights.bytes_per_rank) + " + KV " + gib2(cache.total()) +
-                              " + compute " + gib2(cap.overhead_bytes) + " > " + gib2(*total) +
+                              gib_text(result.weights.bytes_per_rank) + " + KV " + gib_text(cache.total()) +
+                              " + compute " + gib_text(cap.overhead_bytes) + " > " + gib_text(*total) +
                               "; largest --ctx-size that fits is " + std::to_string(best));
   }
   result.capacity = cap;

@@ -1,6 +1,7 @@
 // The option field table (kvsight/engine_options.hpp).
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 #include "kvsight/counts.hpp"
 #include "kvsight/engine_options.hpp"
@@ -149,6 +150,64 @@ const OptionFieldInfo* option_field_named(std::string_view name) {
   return owners.empty() ? nullptr : &option_field(owners.front().field);
 }
 
+void store_option(EngineOptions& o, OptionField field, std::uint64_t value) {
+  switch (field) {
+    case F::tensor_parallel_size:
+      o.tp = static_cast<std::uint32_t>(value);
+      return;
+    case F::pipeline_parallel_size:
+      o.pp = static_cast<std::uint32_t>(value);
+      return;
+    case F::block_size:
+      o.block_size = static_cast<std::uint32_t>(value);
+      return;
+    case F::max_num_batched_tokens:
+      o.vllm.max_num_batched_tokens = value;
+      return;
+    case F::max_num_seqs:
+      o.vllm.max_num_seqs = value;
+      return;
+    case F::kv_cache_memory_bytes:
+      o.vllm.kv_cache_memory_bytes = value;
+      return;
+    // Read by llama.cpp (n_ctx) and by ExLlama (the cache size in tokens): the value goes
+    // to each engine's struct, and each engine reads its own.
+    case F::ctx_size:
+      o.llamacpp.ctx_size = value;
+      o.exllama.cache_size = value;
+      return;
+    case F::parallel:
+      o.llamacpp.parallel = static_cast<std::uint32_t>(value);
+      return;
+    case F::ubatch_size:
+      o.llamacpp.ubatch_size = value;
+      return;
+    default:
+      throw std::logic_error("store_option: " + option_field(field).name + " is not a count field");
+  }
+}
+
+void store_option(EngineOptions& o, OptionField field, const std::string& value) {
+  switch (field) {
+    case F::kv_cache_dtype:
+      o.kv_cache_dtype = value;
+      return;
+    // llama.cpp's K cache type, and ExLlama's one cache mode for K and V.
+    case F::cache_type_k:
+      o.llamacpp.cache_type_k = value;
+      o.exllama.cache_mode = value;
+      return;
+    case F::cache_type_v:
+      o.llamacpp.cache_type_v = value;
+      return;
+    case F::flash_attn:
+      o.llamacpp.flash_attn = value;
+      return;
+    default:
+      throw std::logic_error("store_option: " + option_field(field).name + " is not a text field");
+  }
+}
+
 void set_option(EngineOptions& o, OptionField field, std::string_view text) {
   const OptionFieldInfo& info = option_field(field);
   const std::string& name = info.name;
@@ -161,18 +220,38 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
   };
   switch (field) {
     case F::tensor_parallel_size:
-      o.tp = static_cast<std::uint32_t>(count(1, kMaxRanks));
-      return;
     case F::pipeline_parallel_size:
-      o.pp = static_cast<std::uint32_t>(count(1, kMaxRanks));
+    case F::parallel:
+      store_option(o, field, count(1, kMaxRanks));
+      return;
+    case F::block_size:
+      store_option(o, field, count(1, kMaxBlock));
+      return;
+    case F::max_num_batched_tokens:
+    case F::max_num_seqs:
+    case F::ubatch_size:
+      store_option(o, field, count(1, kMaxLength));
+      return;
+    case F::ctx_size:
+      store_option(o, field, count(0, kMaxLength));
+      return;
+    case F::kv_cache_memory_bytes:
+      store_option(o, field, count(1, kMaxBytes));
       return;
     case F::kv_cache_dtype:
       if (text.empty())
         throw InputError(name, "is empty; allowed: auto or one of the engine's KV cache types");
-      o.kv_cache_dtype = std::string(text);
+      store_option(o, field, std::string(text));
       return;
-    case F::block_size:
-      o.block_size = static_cast<std::uint32_t>(count(1, kMaxBlock));
+    case F::cache_type_k:
+    case F::cache_type_v:
+      if (text.empty()) throw InputError(name, "is empty; allowed: one of the engine's cache types");
+      store_option(o, field, std::string(text));
+      return;
+    case F::flash_attn:
+      if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())
+        throw InputError(name, "is '" + std::string(text) + "'; allowed: on, off, auto");
+      store_option(o, field, std::string(text));
       return;
     case F::max_model_len:
       // vLLM: -1 asks for the largest length that fits (formulas.md step 6).
@@ -187,69 +266,42 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
       o.max_model_len = static_cast<std::int64_t>(count(1, kMaxLength));
       return;
     case F::gpu_memory_utilization:
-      o.gpu_memory_utilization = positive_fraction();
-      return;
-    case F::max_num_batched_tokens:
-      o.max_num_batched_tokens = count(1, kMaxLength);
-      return;
-    case F::max_num_seqs:
-      o.max_num_seqs = count(1, kMaxLength);
-      return;
-    case F::kv_cache_memory_bytes:
-      o.kv_cache_memory_bytes = count(1, kMaxBytes);
+      o.vllm.gpu_memory_utilization = positive_fraction();
       return;
     case F::enforce_eager:
-      o.enforce_eager = true;
+      o.vllm.enforce_eager = true;
       return;
     // A flag and its --no- form (argparse BooleanOptionalAction in vLLM's arg_utils.py):
     // both given is refused whatever their order, rather than one silently winning.
     case F::enable_prefix_caching:
     case F::disable_prefix_caching:
-      if (o.enable_prefix_caching || o.disable_prefix_caching)
+      if (o.vllm.enable_prefix_caching || o.vllm.disable_prefix_caching)
         throw InputError(name, "contradicts the other prefix-caching flag; give --enable-prefix-caching or "
                                "--no-enable-prefix-caching, not both");
-      (field == F::enable_prefix_caching ? o.enable_prefix_caching : o.disable_prefix_caching) = true;
+      (field == F::enable_prefix_caching ? o.vllm.enable_prefix_caching : o.vllm.disable_prefix_caching) =
+          true;
       return;
     case F::async_scheduling:
     case F::no_async_scheduling:
-      if (o.async_scheduling)
+      if (o.vllm.async_scheduling)
         throw InputError(name, "contradicts the other async-scheduling flag; give --async-scheduling or "
                                "--no-async-scheduling, not both");
-      o.async_scheduling = field == F::async_scheduling;
+      o.vllm.async_scheduling = field == F::async_scheduling;
       return;
     case F::offline:
-      o.api_server = false;
+      o.vllm.api_server = false;
       return;
     case F::mem_fraction_static:
-      o.mem_fraction_static = positive_fraction();
+      o.sglang.mem_fraction_static = positive_fraction();
       return;
     case F::free_gpu_memory_fraction:
-      o.free_gpu_memory_fraction = positive_fraction();
-      return;
-    case F::ctx_size:
-      o.ctx_size = count(0, kMaxLength);
-      return;
-    case F::parallel:
-      o.parallel = static_cast<std::uint32_t>(count(1, kMaxRanks));
-      return;
-    case F::cache_type_k:
-    case F::cache_type_v:
-      if (text.empty()) throw InputError(name, "is empty; allowed: one of the engine's cache types");
-      (field == F::cache_type_k ? o.cache_type_k : o.cache_type_v) = std::string(text);
-      return;
-    case F::flash_attn:
-      if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())
-        throw InputError(name, "is '" + std::string(text) + "'; allowed: on, off, auto");
-      o.flash_attn = std::string(text);
+      o.trtllm.free_gpu_memory_fraction = positive_fraction();
       return;
     case F::swa_full:
-      o.swa_full = true;
-      return;
-    case F::ubatch_size:
-      o.ubatch_size = count(1, kMaxLength);
+      o.llamacpp.swa_full = true;
       return;
     case F::kv_unified:
-      o.kv_unified = true;
+      o.llamacpp.kv_unified = true;
       return;
   }
 }

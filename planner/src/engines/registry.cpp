@@ -2,16 +2,15 @@
 // budgets share (common.hpp).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "common.hpp"
 #include "kvsight/ascii.hpp"
-#include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_options.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -76,68 +75,21 @@ std::unique_ptr<Engine> make_engine(const std::string& name) {
 
 void Engine::check_options(const EngineOptions& options) const {
   const std::vector<std::string> allowed = kv_cache_dtypes();
-  auto check = [&](const std::string& value, const char* field) {
-    if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return;
+  for (const KvTypeSetting& setting : kv_cache_type_settings(options)) {
+    if (std::find(allowed.begin(), allowed.end(), setting.value) != allowed.end()) continue;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw InputError(field, "'" + value + "' is not a KV cache type of " + display_name() + "; allowed: " + list);
-  };
-  for (const EngineFlag& flag : flags()) {
-    if (flag.field == OptionField::kv_cache_dtype) check(options.kv_cache_dtype, "kv_cache_dtype");
-    if (flag.field == OptionField::cache_type_k) check(options.cache_type_k, "cache_type_k");
-    if (flag.field == OptionField::cache_type_v) check(options.cache_type_v, "cache_type_v");
+    throw InputError(option_field(setting.field).name, "'" + setting.value + "' is not a KV cache type of " +
+                                                           display_name() + "; allowed: " + list);
   }
+}
+
+EngineVersion Engine::version(const EngineOptions& options) const {
+  return parse_engine_version(options.engine_version.empty() ? default_version() : options.engine_version,
+                              version_form(), display_name(), known_versions());
 }
 
 namespace engine_detail {
-
-Version parse_version(const std::string& text, const std::vector<std::string>& known) {
-  std::string s = text;
-  if (!s.empty() && (s[0] == 'v' || s[0] == 'V')) s.erase(0, 1);
-  Version v;
-  v.text = text;
-  int* parts[3] = {&v.major, &v.minor, &v.patch};
-  std::size_t pos = 0;
-  int count = 0;
-  while (count < 3 && pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
-    long value = 0;
-    while (pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos]))) {
-      value = value * 10 + (s[pos] - '0');
-      if (value > 100000) break;
-      ++pos;
-    }
-    *parts[count++] = static_cast<int>(value);
-    if (pos < s.size() && s[pos] == '.')
-      ++pos;
-    else
-      break;
-  }
-  if (count < 2) {
-    std::string list;
-    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-    throw InputError("--engine-version", "cannot read '" + text + "' as MAJOR.MINOR[.PATCH]; known: " + list);
-  }
-  return v;
-}
-
-std::string fixed2(double value) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.2f", value);
-  return buf;
-}
-
-std::string with_commas(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  const std::size_t len = digits.size();
-  for (std::size_t i = 0; i < len; ++i) {
-    out += digits[i];
-    const std::size_t left = len - 1 - i;
-    if (left > 0 && left % 3 == 0) out += ',';
-  }
-  return out;
-}
-
-std::string gib2(std::uint64_t bytes) { return fixed2(to_gib(bytes)) + " GiB"; }
 
 double check_fraction(double value, std::string_view flag) {
   if (!(value > 0.0 && value <= 1.0))
@@ -167,19 +119,19 @@ std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOption
 
 WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result) {
   WeightsEstimate w = estimate_weights(model, options.tp, options.pp);
-  if (options.weights_gib) {
+  if (options.overheads.weights_gib) {
     // --weights-gib is the whole model; each of the tp x pp ranks holds an even share.
-    const std::uint64_t bytes = gib_to_bytes(*options.weights_gib, "--weights-gib");
+    const std::uint64_t bytes = gib_to_bytes(*options.overheads.weights_gib, "--weights-gib");
     const std::uint64_t ranks = std::uint64_t{options.tp} * options.pp;
     w.bytes = bytes;
     w.bytes_per_rank = ceil_div(bytes, ranks);
     w.exact = false;
     w.method =
         "given with --weights-gib (whole model, split evenly over " + std::to_string(ranks) + " ranks)";
-    result.assumptions.push_back({"weights per rank", gib2(w.bytes_per_rank), w.method});
+    result.assumptions.push_back({"weights per rank", gib_text(w.bytes_per_rank), w.method});
   } else {
     result.assumptions.push_back(
-        {"weights per rank", gib2(w.bytes_per_rank),
+        {"weights per rank", gib_text(w.bytes_per_rank),
          w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});
   }
   return w;

@@ -19,7 +19,6 @@
 // page_size 1 by default (FlashMLA forces 64, CUTLASS MLA 128).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "common.hpp"
@@ -44,7 +43,7 @@ class SglangEngine final : public Engine {
   PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
 
   std::string display_name() const override { return "SGLang"; }
-  std::string default_version() const override { return "0.5.2"; }
+  std::string default_version() const override { return "0.5.23"; }
   bool has_gate_rules() const override { return true; }
   // python/sglang/srt/server_args.py add_cli_args: --tensor-parallel-size/--tp-size,
   // --pipeline-parallel-size/--pp-size, --context-length, --page-size.
@@ -78,10 +77,9 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "sglang";
-  const Version version =
-      // 0.5.23 (the newest release, wheel read for the Mamba pool rule below) is the default.
-      parse_version(options.engine_version.empty() ? "0.5.23" : options.engine_version, sglang_versions());
-  result.engine_version = version.text;
+  // 0.5.23 (the newest release, wheel read for the Mamba pool rule below) is the default.
+  const Version sglang_version = version(options);
+  result.engine_version = sglang_version.text;
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   const std::uint32_t page = options.block_size.value_or(1);
   if (page == 0) throw InputError("--page-size", "is 0; allowed: >= 1");
@@ -128,10 +126,10 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
 
   double fraction = 0.0;
   std::string why;
-  if (options.mem_fraction_static) {
-    fraction = check_fraction(*options.mem_fraction_static, "--mem-fraction-static");
+  if (options.sglang.mem_fraction_static) {
+    fraction = check_fraction(*options.sglang.mem_fraction_static, "--mem-fraction-static");
     why = "given";
-  } else if (version.at_least(0, 4, 7)) {
+  } else if (sglang_version.at_least(0, 4, 7)) {
     const double gpu_mib = static_cast<double>(*total) / (1024.0 * 1024.0);
     const double p = static_cast<double>(options.tp) * options.pp;
     double reserved_gib = 0.0;
@@ -144,7 +142,8 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     else
       reserved_gib = 32.0;
     fraction = std::round((gpu_mib - reserved_gib * 1024.0) / gpu_mib * 1000.0) / 1000.0;
-    why = "server_args.py: round((gpu_mem - reserved) / gpu_mem, 3) with reserved " + fixed2(reserved_gib) +
+    why = "server_args.py: round((gpu_mem - reserved) / gpu_mem, 3) with reserved " +
+          fixed_text(reserved_gib, 2) +
           " GiB for this device size and tp x pp = " + std::to_string(options.tp * options.pp) +
           " (gpu_mem from nvidia-smi there, the runtime's figure here)";
   } else {
@@ -155,22 +154,20 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                  : 0.88;
     why = "server_args.py (before ~0.4.7): by TP size";
   }
-  char frac_text[32];
-  std::snprintf(frac_text, sizeof frac_text, "%.3f", fraction);
-  result.assumptions.push_back({"mem_fraction_static", frac_text, why});
+  result.assumptions.push_back({"mem_fraction_static", fixed_text(fraction, 3), why});
 
   // Free memory at start-up = total - CUDA context / NCCL (not visible to the fraction).
   // 0.5.2x logs put it at about 0.86 GiB (issue #13's comparison with published logs).
-  const bool recent = version.at_least(0, 5, 23);
+  const bool recent = sglang_version.at_least(0, 5, 23);
   std::uint64_t context_bytes = static_cast<std::uint64_t>((recent ? 0.86 : 0.5) * kGiB);
   std::string ctx_why = recent ? "CUDA context + NCCL before the first snapshot: 0.86 GiB in 0.5.2x logs "
                                  "(issue #13; range 0.5-1.2)"
                                : "CUDA context + NCCL before the first snapshot: 0.5 GiB (range 0.3-1.0)";
-  if (options.non_torch_gib) {
-    context_bytes = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+  if (options.overheads.non_torch_gib) {
+    context_bytes = gib_to_bytes(*options.overheads.non_torch_gib, "--non-torch-gib");
     ctx_why = "given";
   }
-  result.assumptions.push_back({"start-up overhead", gib2(context_bytes), ctx_why});
+  result.assumptions.push_back({"start-up overhead", gib_text(context_bytes), ctx_why});
   Capacity cap;
   cap.gpu_memory_bytes = *total;
   const double free_start = static_cast<double>(*total > context_bytes ? *total - context_bytes : 0);
@@ -188,17 +185,17 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     const double per_req = static_cast<double>(tf.state_bytes_per_sequence);
     std::uint64_t slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / per_req);
     std::string slot_why = "rest x 0.9 / 1.9 // state per request (mamba_full_memory_ratio 0.9)";
-    if (options.max_num_seqs) {
-      slots = *options.max_num_seqs;
-      slot_why = "--max-num-seqs as --max-mamba-cache-size";
+    if (options.sglang.max_mamba_cache_size) {
+      slots = *options.sglang.max_mamba_cache_size;
+      slot_why = "--max-mamba-cache-size";
     }
     // MambaPool allocates size + 1 state slots (sglang/srt/mem_cache/memory_pool.py, conv and
     // temporal states shaped (num_mamba_layers, size + 1, ...); read in 0.5.23).
     const double carve = static_cast<double>(recent ? slots + 1 : slots) * per_req;
     rest_kv -= carve;
     result.assumptions.push_back(
-        {"recurrent state pool", std::to_string(slots) + " slots, " + gib2(static_cast<std::uint64_t>(carve)),
-         slot_why});
+        {"recurrent state pool",
+         std::to_string(slots) + " slots, " + gib_text(static_cast<std::uint64_t>(carve)), slot_why});
   }
   cap.available_kv_bytes = rest_kv > 0 ? static_cast<std::uint64_t>(rest_kv) : 0;
   std::uint64_t tokens = cell > 0 ? cap.available_kv_bytes / cell : 0;
@@ -219,10 +216,10 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                               " does not fit: the pool holds " + std::to_string(tokens) + " tokens");
   }
   // Log lines (model_runner / memory_pool).
-  result.engine_log.push_back("Memory profiling: available_gpu_memory=" + fixed2(free_after / kGiB) +
-                              " GB, total_gpu_memory=" + fixed2(free_start / kGiB) +
-                              " GB, mem_fraction_static=" + fixed2(fraction) +
-                              ", rest_memory=" + fixed2(rest / kGiB) + " GB");
+  result.engine_log.push_back("Memory profiling: available_gpu_memory=" + fixed_text(free_after / kGiB, 2) +
+                              " GB, total_gpu_memory=" + fixed_text(free_start / kGiB, 2) +
+                              " GB, mem_fraction_static=" + fixed_text(fraction, 2) +
+                              ", rest_memory=" + fixed_text(rest / kGiB, 2) + " GB");
   if (tokens > 0) {
     // K and V buffers hold (size + page_size) slots; MLA keeps one latent buffer.
     std::uint64_t k_bytes = 0, v_bytes = 0;
@@ -237,8 +234,9 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
         v_bytes += heads * types.v.row_bytes(l.head_dim_v) * (tokens + page);
       }
     }
-    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) + ", K size: " +
-                                fixed2(to_gib(k_bytes)) + " GB, V size: " + fixed2(to_gib(v_bytes)) + " GB");
+    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) +
+                                ", K size: " + fixed_text(to_gib(k_bytes), 2) +
+                                " GB, V size: " + fixed_text(to_gib(v_bytes), 2) + " GB");
     result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
                                 ", context_len=" + std::to_string(context_len));
   }

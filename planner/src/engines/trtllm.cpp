@@ -77,9 +77,7 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "trtllm";
-  result.engine_version =
-      parse_version(options.engine_version.empty() ? "1.1.0" : options.engine_version, trtllm_versions())
-          .text;
+  result.engine_version = version(options).text;
   const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
   const std::uint32_t tokens_per_block = options.block_size.value_or(32);  // KvCacheConfig default
   if (tokens_per_block == 0) throw InputError("--tokens-per-block", "is 0; allowed: >= 1");
@@ -114,15 +112,17 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;
 
-  const double fraction = options.free_gpu_memory_fraction ? check_fraction(*options.free_gpu_memory_fraction,
-                                                                            "--free-gpu-memory-fraction")
-                                                           : 0.9;
-  result.assumptions.push_back({"free_gpu_memory_fraction", fixed2(fraction),
-                                options.free_gpu_memory_fraction ? "given" : "KvCacheConfig default 0.9"});
+  const double fraction =
+      options.trtllm.free_gpu_memory_fraction
+          ? check_fraction(*options.trtllm.free_gpu_memory_fraction, "--free-gpu-memory-fraction")
+          : 0.9;
+  result.assumptions.push_back(
+      {"free_gpu_memory_fraction", fixed_text(fraction, 2),
+       options.trtllm.free_gpu_memory_fraction ? "given" : "KvCacheConfig default 0.9"});
   // Activations of the warm-up at max_num_tokens (default 8192): the same MLP + hidden
   // estimate as overheads.md; plus the CUDA context and runtime buffers.
   const double T =
-      options.max_num_batched_tokens ? static_cast<double>(*options.max_num_batched_tokens) : 8192.0;
+      options.trtllm.max_num_tokens ? static_cast<double>(*options.trtllm.max_num_tokens) : 8192.0;
   std::uint64_t act =
       static_cast<std::uint64_t>(T *
                                  (3.0 * static_cast<double>(model.intermediate_size) / options.tp +
@@ -130,18 +130,18 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                  2.0);
   std::string act_why = "max_num_tokens " + std::to_string(static_cast<std::uint64_t>(T)) +
                         " x (3I/TP + 4H) x 2 B (estimate, range 0.5x-2x)";
-  if (options.activation_gib) {
-    act = gib_to_bytes(*options.activation_gib, "--activation-gib");
+  if (options.overheads.activation_gib) {
+    act = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     act_why = "given";
   }
   std::uint64_t runtime = static_cast<std::uint64_t>(0.6 * kGiB);
   std::string runtime_why = "CUDA context, cuBLAS/NCCL workspaces, decoder buffers: 0.6 GiB (range 0.4-1.5)";
-  if (options.non_torch_gib) {
-    runtime = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+  if (options.overheads.non_torch_gib) {
+    runtime = gib_to_bytes(*options.overheads.non_torch_gib, "--non-torch-gib");
     runtime_why = "given";
   }
-  result.assumptions.push_back({"activations", gib2(act), act_why});
-  result.assumptions.push_back({"runtime overhead", gib2(runtime), runtime_why});
+  result.assumptions.push_back({"activations", gib_text(act), act_why});
+  result.assumptions.push_back({"runtime overhead", gib_text(runtime), runtime_why});
 
   Capacity cap;
   cap.gpu_memory_bytes = *total;
@@ -162,16 +162,17 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.engine_log.push_back(
       "[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: "
       "total: " +
-      fixed2(to_gib(*total)) + " GiB, available: " + fixed2(to_gib(free_after)) + " GiB");
+      fixed_text(to_gib(*total), 2) + " GiB, available: " + fixed_text(to_gib(free_after), 2) + " GiB");
   result.engine_log.push_back("[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: " +
                               std::to_string(cap.num_blocks));
   result.engine_log.push_back("[TensorRT-LLM][INFO] Max KV cache pages per sequence: " +
                               std::to_string(pages));
   result.engine_log.push_back(
       "[TensorRT-LLM][INFO] Number of tokens per block: " + std::to_string(tokens_per_block) + ".");
-  result.engine_log.push_back(
-      "[TensorRT-LLM][INFO] [MemUsageChange] Allocated " + fixed2(to_gib(cap.num_blocks * block_bytes)) +
-      " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) + ").");
+  result.engine_log.push_back("[TensorRT-LLM][INFO] [MemUsageChange] Allocated " +
+                              fixed_text(to_gib(cap.num_blocks * block_bytes), 2) +
+                              " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) +
+                              ").");
   if (!cap.fits)
     result.warnings.push_back("max_seq_len " + std::to_string(max_seq_len) +
                               " does not fit: the pool holds " + std::to_string(cap.kv_tokens) +

@@ -80,13 +80,13 @@ const std::vector<std::string>& vllm_versions() {
 constexpr const char* kNewestVllm = "0.33.0";
 
 Version resolve_version(const EngineOptions& options) {
-  return parse_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
-                       vllm_versions());
+  return parse_engine_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
+                              VersionForm::dotted, "vLLM", vllm_versions());
 }
 
 bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options) {
-  if (!has_recurrent(model) || options.disable_prefix_caching) return false;
-  if (options.enable_prefix_caching) return true;
+  if (!has_recurrent(model) || options.vllm.disable_prefix_caching) return false;
+  if (options.vllm.enable_prefix_caching) return true;
   // 0.28+: on by default for hybrids (rules_for), so Mamba layers run in "align" mode.
   return rules_for(resolve_version(options)).hybrid_prefix_caching && model.attention_layer_count() > 0;
 }
@@ -121,7 +121,7 @@ std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOpti
   const std::uint64_t pp = options.pp;
   // Async scheduling is on by default (config/vllm.py, "Enable async scheduling unless there
   // is an incompatible option"); the V1 runner turns it off with PP > 1.
-  const bool async = options.async_scheduling.value_or(rules.v2_model_runner || pp <= 1);
+  const bool async = options.vllm.async_scheduling.value_or(rules.v2_model_runner || pp <= 1);
   if (async) {
     if (rules.v2_model_runner) return pp + 1;
     if (pp <= 1) return 2;
@@ -323,21 +323,21 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
     out.max_num_seqs = 1024;
     out.why = ">= 160 GiB device (arg_utils.py get_batch_defaults, 0.28+)";
   } else {
-    out.max_num_batched_tokens = options.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
+    out.max_num_batched_tokens = options.vllm.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
     out.max_num_seqs = big_gpu ? 1024 : 256;
     out.why = std::string(big_gpu ? ">= 70 GiB and not an A100" : "< 70 GiB or an A100") + ", " +
-              (options.api_server ? "API server" : "offline LLM class") +
+              (options.vllm.api_server ? "API server" : "offline LLM class") +
               " (arg_utils.py get_batch_defaults)";
   }
-  if (options.max_num_batched_tokens) {
-    if (*options.max_num_batched_tokens == 0)
+  if (options.vllm.max_num_batched_tokens) {
+    if (*options.vllm.max_num_batched_tokens == 0)
       throw InputError("--max-num-batched-tokens", "is 0; allowed: >= 1");
-    out.max_num_batched_tokens = *options.max_num_batched_tokens;
+    out.max_num_batched_tokens = *options.vllm.max_num_batched_tokens;
     out.why = "given";
   }
-  if (options.max_num_seqs) {
-    if (*options.max_num_seqs == 0) throw InputError("--max-num-seqs", "is 0; allowed: >= 1");
-    out.max_num_seqs = *options.max_num_seqs;
+  if (options.vllm.max_num_seqs) {
+    if (*options.vllm.max_num_seqs == 0) throw InputError("--max-num-seqs", "is 0; allowed: >= 1");
+    out.max_num_seqs = *options.vllm.max_num_seqs;
   }
   // vllm/config/scheduler.py: T = min(S x max_model_len, T); S = min(S, T).
   out.max_num_batched_tokens =
@@ -354,25 +354,26 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
                            const SchedulerLimits& limits) {
   MemoryBudget out;
   const double util = out.util =
-      options.gpu_memory_utilization
-          ? check_fraction(*options.gpu_memory_utilization, "--gpu-memory-utilization")
+      options.vllm.gpu_memory_utilization
+          ? check_fraction(*options.vllm.gpu_memory_utilization, "--gpu-memory-utilization")
           : (version.at_least(0, 12) ? 0.92 : 0.90);  // 0.90 through 0.11.x (cache.py)
   if (total_bytes)
     out.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total_bytes) * util));
-  if (options.kv_cache_memory_bytes) {
+  if (options.vllm.kv_cache_memory_bytes) {
     // --kv-cache-memory-bytes skips the profiling arithmetic (gpu_worker.py).
-    out.available_bytes = *options.kv_cache_memory_bytes;
+    out.available_bytes = *options.vllm.kv_cache_memory_bytes;
     out.available_gib_signed = to_gib(out.available_bytes);
     out.assumptions.push_back(
-        {"KV cache memory", gib2(out.available_bytes) + " (" + std::to_string(out.available_bytes) + " B)",
+        {"KV cache memory",
+         gib_text(out.available_bytes) + " (" + std::to_string(out.available_bytes) + " B)",
          "--kv-cache-memory-bytes: gpu_memory_utilization and the profile are ignored"});
     if (!version.at_least(0, 11))
       out.notes.push_back("--kv-cache-memory-bytes appeared in vLLM 0.11; applied here as the KV budget");
     return out;
   }
   out.assumptions.push_back(
-      {"gpu_memory_utilization", fixed2(util),
-       options.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
+      {"gpu_memory_utilization", fixed_text(util, 2),
+       options.vllm.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
   const std::uint64_t max_batched = limits.max_num_batched_tokens;
   const std::uint64_t max_seqs = limits.max_num_seqs;
   // Runtime overhead estimate (overheads.md "An estimate that fits published logs").
@@ -401,12 +402,12 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
                       static_cast<double>(model.vocab_size) * sampler_bytes;
   std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
-  std::string act_why = "max(forward " + fixed2(fwd / kGiB) + " GiB = T x (3I/TP + 4H) x 2 B" +
+  std::string act_why = "max(forward " + fixed_text(fwd / kGiB, 2) + " GiB = T x (3I/TP + 4H) x 2 B" +
                         std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
-                        fixed2(samp / kGiB) + " GiB = min(S,T) x V x " + fixed2(sampler_bytes) +
+                        fixed_text(samp / kGiB, 2) + " GiB = min(S,T) x V x " + fixed_text(sampler_bytes, 2) +
                         " B) + 0.15 GiB; sampler range 4-38 B";
-  if (options.activation_gib) {
-    act = gib_to_bytes(*options.activation_gib, "--activation-gib");
+  if (options.overheads.activation_gib) {
+    act = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     act_why = "given";
   }
   std::uint64_t nt = static_cast<std::uint64_t>((options.tp == 1 ? 0.1 : 0.25) * kGiB);
@@ -422,13 +423,13 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     nt = static_cast<std::uint64_t>(1.4 * kGiB);
     nt_why = "1.4 GiB: 0.10.x counts NCCL / custom all-reduce buffers inside the budget (range 1.0-1.7)";
   }
-  if (options.non_torch_gib) {
-    nt = gib_to_bytes(*options.non_torch_gib, "--non-torch-gib");
+  if (options.overheads.non_torch_gib) {
+    nt = gib_to_bytes(*options.overheads.non_torch_gib, "--non-torch-gib");
     nt_why = "given";
   }
   std::uint64_t graphs = 0;
   std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
-  if (options.enforce_eager)
+  if (options.vllm.enforce_eager)
     graph_why = "none: --enforce-eager";
   else if (rules.measured_overheads) {
     // 0.26+: the graph pool is measured (gpu_worker.py profile_cudagraph_memory, 0.33) and
@@ -446,21 +447,21 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
                     ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
                     : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
   }
-  if (options.cuda_graph_gib) {
-    graphs = gib_to_bytes(*options.cuda_graph_gib, "--cuda-graph-gib");
+  if (options.overheads.cuda_graph_gib) {
+    graphs = gib_to_bytes(*options.overheads.cuda_graph_gib, "--cuda-graph-gib");
     graph_why = "given";
   }
-  out.assumptions.push_back({"activation peak", gib2(act), act_why});
-  out.assumptions.push_back({"non-torch memory", gib2(nt), nt_why});
-  out.assumptions.push_back({"CUDA graph memory", gib2(graphs), graph_why});
+  out.assumptions.push_back({"activation peak", gib_text(act), act_why});
+  out.assumptions.push_back({"non-torch memory", gib_text(nt), nt_why});
+  out.assumptions.push_back({"CUDA graph memory", gib_text(graphs), graph_why});
   out.overhead_bytes = act + nt + graphs;
   const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
   out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
   if (used >= out.requested_bytes) {
     out.available_bytes = 0;
-    out.warnings.push_back("No available memory for the cache blocks: weights " + gib2(weights_per_rank) +
-                           " + overheads " + gib2(out.overhead_bytes) + " >= requested " +
-                           gib2(out.requested_bytes) + ". Try increasing `gpu_memory_utilization`");
+    out.warnings.push_back("No available memory for the cache blocks: weights " + gib_text(weights_per_rank) +
+                           " + overheads " + gib_text(out.overhead_bytes) + " >= requested " +
+                           gib_text(out.requested_bytes) + ". Try increasing `gpu_memory_utilization`");
   } else {
     out.available_bytes = out.requested_bytes - used;
   }
@@ -603,15 +604,15 @@ ReportFigures report_figures(const ReportInputs& in) {
   // The engine's own log lines.
   std::vector<std::string>& log = out.engine_log;
   if (v0) {
-    log.push_back("Memory profiling results: total_gpu_memory=" + fixed2(in.total_gib) + "GiB ... " +
-                  "kv_cache_size=" + fixed2(to_gib(in.available_bytes)) +
-                  "GiB gpu_memory_utilization=" + fixed2(in.util));
+    log.push_back("Memory profiling results: total_gpu_memory=" + fixed_text(in.total_gib, 2) + "GiB ... " +
+                  "kv_cache_size=" + fixed_text(to_gib(in.available_bytes), 2) +
+                  "GiB gpu_memory_utilization=" + fixed_text(in.util, 2));
     // CPU blocks: swap_space 4 GiB // cache block bytes (V0 CacheEngine.get_cache_block_size).
     const std::uint64_t cpu_blocks = pool.page_bytes > 0 ? (4 * kGiBBytes) / pool.page_bytes : 0;
     log.push_back("# GPU blocks: " + std::to_string(pool.num_blocks) +
                   ", # CPU blocks: " + std::to_string(cpu_blocks));
     log.push_back("Maximum concurrency for " + std::to_string(in.max_model_len) +
-                  " tokens per request: " + fixed2(out.max_concurrency) + "x");
+                  " tokens per request: " + fixed_text(out.max_concurrency, 2) + "x");
     if (!in.fits)
       log.push_back("The model's max seq len (" + std::to_string(in.max_model_len) +
                     ") is larger than the maximum number of tokens that can be stored in KV cache (" +
@@ -621,24 +622,24 @@ ReportFigures report_figures(const ReportInputs& in) {
     return out;
   }
   if (in.kv_cache_memory_given)
-    log.push_back("Initial free memory ... GiB, reserved " + fixed2(to_gib(in.available_bytes)) +
+    log.push_back("Initial free memory ... GiB, reserved " + fixed_text(to_gib(in.available_bytes), 2) +
                   " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
                   "memory profiling.");
   else
     // gpu_worker.py logs the signed difference: negative when the model does not fit.
-    log.push_back("Available KV cache memory: " + fixed2(in.available_gib_signed) + " GiB");
+    log.push_back("Available KV cache memory: " + fixed_text(in.available_gib_signed, 2) + " GiB");
   if (in.fits) {
-    log.push_back("GPU KV cache size: " + with_commas(out.kv_tokens) + " tokens");
-    log.push_back("Maximum concurrency for " + with_commas(in.max_model_len) +
-                  " tokens per request: " + fixed2(out.max_concurrency) + "x");
+    log.push_back("GPU KV cache size: " + commas_text(out.kv_tokens) + " tokens");
+    log.push_back("Maximum concurrency for " + commas_text(in.max_model_len) +
+                  " tokens per request: " + fixed_text(out.max_concurrency, 2) + "x");
   } else {
     const std::uint64_t need = checked_mul(in.req_pages, pool.page_bytes, "kv bytes needed");
     log.push_back(
         "ValueError: To serve at least one request with the model's max seq len (" +
-        std::to_string(in.max_model_len) + "), (" + fixed2(to_gib(need)) +
+        std::to_string(in.max_model_len) + "), (" + fixed_text(to_gib(need), 2) +
         " GiB KV cache is needed, which is larger than the available KV cache "
         "memory (" +
-        fixed2(to_gib(in.available_bytes)) + " GiB). " +
+        fixed_text(to_gib(in.available_bytes), 2) + " GiB). " +
         (in.largest > 0 ? "Based on the available memory, the estimated maximum model length is " +
                               std::to_string(in.largest) + ". "
                         : std::string()) +
@@ -755,7 +756,8 @@ LengthChoice choose_max_model_len(const ModelSpec& model, const EngineOptions& o
                               ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
   if (model.rope_scaling.present() && c.derived != model.max_position_embeddings)
     result.notes.push_back("derived max_model_len " + std::to_string(c.derived) + " includes rope_scaling (" +
-                           model.rope_scaling.type + ", factor " + fixed2(model.rope_scaling.factor) + ")");
+                           model.rope_scaling.type + ", factor " + fixed_text(model.rope_scaling.factor, 2) +
+                           ")");
   return c;
 }
 
@@ -791,9 +793,9 @@ void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, con
     if (align_mode)
       result.assumptions.push_back(
           {"prefix caching with Mamba",
-           options.enable_prefix_caching ? "align mode, 2 state pages per request"
-                                         : "on by default for hybrids (0.28+): align mode, 2 "
-                                           "state pages per request",
+           options.vllm.enable_prefix_caching ? "align mode, 2 state pages per request"
+                                              : "on by default for hybrids (0.28+): align mode, 2 "
+                                                "state pages per request",
            "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
            "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
   }
@@ -891,7 +893,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
 
   result.weights = weights_for(model, options, result);
 
-  if (!total && !options.kv_cache_memory_bytes) return result;
+  if (!total && !options.vllm.kv_cache_memory_bytes) return result;
 
   // The worker's budget.
   const MemoryBudget budget =
@@ -933,7 +935,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
     else if (largest < max_model_len) {
       result.engine_log.push_back("Auto-fit max_model_len: reduced from " + std::to_string(max_model_len) +
                                   " to " + std::to_string(largest) + " to fit in available GPU memory (" +
-                                  fixed2(to_gib(available)) + " GiB available for KV cache)");
+                                  fixed_text(to_gib(available), 2) + " GiB available for KV cache)");
       max_model_len = largest;
     } else {
       result.engine_log.push_back("Auto-fit max_model_len: full model context length " +
@@ -957,7 +959,7 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   in.util = budget.util;
   in.fits = cap.fits;
   in.largest = largest;
-  in.kv_cache_memory_given = options.kv_cache_memory_bytes.has_value();
+  in.kv_cache_memory_given = options.vllm.kv_cache_memory_bytes.has_value();
   ReportFigures report = report_figures(in);
   cap.kv_tokens = report.kv_tokens;
   cap.max_concurrency = report.max_concurrency;
@@ -1014,7 +1016,7 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
     if (mla) align = std::max<std::uint64_t>(align, 128);
     needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
     needed = 16 * ceil_div(needed, 16);  // backend_block_alignment: lcm of the kernel minimums
-  } else if (options.enable_prefix_caching) {
+  } else if (options.vllm.enable_prefix_caching) {
     // Before 0.28, prefix caching "all" mode: chunk = lcm(mamba chunk size, alignment);
     // block = chunk x ceil(ceil(mamba_page / attn_1tok) / chunk). The chunk size comes from
     // the config's mamba_chunk_size / chunk_size, 2048 when absent (config/model.py

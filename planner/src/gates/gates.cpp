@@ -264,32 +264,7 @@ std::vector<std::string> gate_engines() {
 
 std::uint64_t parse_engine_version(const std::string& text) {
   if (text.empty()) return UINT64_MAX - 1;
-  std::string body = text;
-  if (body[0] == 'v' || body[0] == 'V' || body[0] == 'b') body = body.substr(1);
-  std::uint64_t parts[3] = {0, 0, 0};
-  std::size_t part = 0;
-  std::size_t i = 0;
-  bool any_digit = false;
-  for (; i < body.size() && part < 3; ++i) {
-    const char ch = body[i];
-    if (std::isdigit(static_cast<unsigned char>(ch))) {
-      parts[part] = parts[part] * 10 + static_cast<std::uint64_t>(ch - '0');
-      any_digit = true;
-      if (parts[part] > 999999) break;
-    } else if (ch == '.') {
-      ++part;
-    } else {
-      break;  // ".dev5", "rc1", "+rocm": the numeric prefix is the version
-    }
-  }
-  if (!any_digit ||
-      (i < body.size() && body[i] != '.' && body[i] != 'r' && body[i] != 'd' && body[i] != '+' &&
-       body[i] != '-' && !std::isdigit(static_cast<unsigned char>(body[i])))) {
-    throw InputError("--engine-version",
-                     "'" + text + "' is not a version; allowed: MAJOR.MINOR[.PATCH] (e.g. 0.23.1)");
-  }
-  if (text[0] == 'b') return parts[0];  // llama.cpp build number
-  return parts[0] * 1000000 + parts[1] * 1000 + parts[2];
+  return read_engine_version(text).ordinal();
 }
 
 std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
@@ -348,7 +323,9 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   }
   const std::string engine = engine_rules->name();
   const std::string display = engine_rules->display_name();
-  const std::uint64_t version = parse_engine_version(options.engine_version);
+  // The engine's own form (llama.cpp: bNNNN builds), refused as plan refuses it.
+  const std::uint64_t version =
+      options.engine_version.empty() ? UINT64_MAX - 1 : engine_rules->version(options).ordinal();
 
   GateResult result;
   result.engine = engine;
@@ -381,7 +358,8 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   base.arch = gpu.arch;
   base.compute_capability = parse_compute_capability(gpu.arch);
   base.q_dtype = canonical_torch_dtype(model.dtype, "torch_dtype");
-  base.kv_cache_dtype = engine == "llamacpp" ? options.cache_type_k : options.kv_cache_dtype;
+  // The K cache's type as the engine reads it (llama.cpp: --cache-type-k).
+  base.kv_cache_dtype = engine_rules->kv_cache_type_settings(options).front().value;
   base.block_size = result.block_size;
   base.max_seq_len = max_seq_len;
   base.batch = std::max<std::uint64_t>(1, options.batch);
@@ -427,7 +405,7 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
       group.kernels = evaluate_kernels(input);
       // llama.cpp -fa off (common/arg.cpp): flash attention is not used even where
       // admitted; the next admitted kernel is selected.
-      if (engine == "llamacpp" && options.flash_attn == "off") {
+      if (engine == "llamacpp" && options.llamacpp.flash_attn == "off") {
         bool selected = false;
         for (KernelVerdict& verdict : group.kernels) {
           if (verdict.kernel == "llamacpp_flash_attn" && verdict.admitted) {
@@ -476,9 +454,10 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
   if (engine == "llamacpp") {
     // src/llama-context.cpp: "V cache quantization requires flash_attn".
     const bool fa = result.primary.selected == "llamacpp_flash_attn";
-    const bool ok = !is_quantized_ggml(options.cache_type_v) || fa;
+    const bool ok = !is_quantized_ggml(options.llamacpp.cache_type_v) || fa;
     add("quantized V cache needs FlashAttention", ok,
-        "cache_type_v " + options.cache_type_v + (ok ? "" : " is quantized but FlashAttention is refused"),
+        "cache_type_v " + options.llamacpp.cache_type_v +
+            (ok ? "" : " is quantized but FlashAttention is refused"),
         "src/llama-context.cpp (llama.cpp master)");
     result.notes.push_back(
         "llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored");

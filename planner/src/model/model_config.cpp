@@ -285,7 +285,14 @@ Quantization read_quantization(const ConfigReader& r) {
     const std::string algo = str("quant_algo");
     q.bits_per_weight = (algo.find("FP8") != std::string::npos) ? 8.0 : 4.5;
   } else if (q.method == "bitsandbytes") {
-    const bool four = c.value("load_in_4bit", false);
+    // load_in_4bit must be a JSON bool: nlohmann's value() throws type_error on a string
+    // (fuzz finding 11, docs/reliability.md).
+    bool four = false;
+    if (auto f = c.find("load_in_4bit"); f != c.end() && !f->is_null()) {
+      if (!f->is_boolean())
+        throw InputError("quantization_config.load_in_4bit", "is " + describe(*f) + "; true or false is required");
+      four = f->get<bool>();
+    }
     // NF4 with a fp32 absmax per 64 (4 + 32/64); int8 LLM.int8 ~8.
     q.bits_per_weight = four ? 4.5 : 8.0;
   } else if (q.method == "compressed-tensors" || q.method == "compressed_tensors") {

@@ -1,0 +1,21 @@
+#pragma once
+// llama.cpp's own options, as llama-server spells them (planner/src/engines/llamacpp.cpp
+// and the llama.cpp gate rules read them).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kvsight {
+
+struct LlamacppOptions {
+  std::optional<std::uint64_t> ctx_size;  // --ctx-size (n_ctx; 0 = the training context)
+  std::uint32_t parallel = 1;             // --parallel (slots)
+  std::string cache_type_k = "f16";       // --cache-type-k
+  std::string cache_type_v = "f16";       // --cache-type-v
+  std::string flash_attn = "auto";        // --flash-attn / -fa: on, off, auto
+  bool swa_full = false;                  // --swa-full
+  std::uint64_t ubatch_size = 512;        // --ubatch-size (n_ubatch)
+  bool kv_unified = false;                // --kv-unified
+};
+
+}  // namespace kvsight

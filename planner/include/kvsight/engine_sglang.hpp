@@ -1,0 +1,15 @@
+#pragma once
+// SGLang's own options (planner/src/engines/sglang.cpp reads them).
+#include <cstdint>
+#include <optional>
+
+namespace kvsight {
+
+struct SglangOptions {
+  std::optional<double> mem_fraction_static;  // --mem-fraction-static: weights + KV pool
+  // --max-mamba-cache-size: recurrent-state slots of a hybrid model (default: carved from
+  // the rest of memory, sglang.cpp); no kvsight flag sets it yet.
+  std::optional<std::uint64_t> max_mamba_cache_size;
+};
+
+}  // namespace kvsight

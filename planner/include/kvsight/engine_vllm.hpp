@@ -1,0 +1,22 @@
+#pragma once
+// vLLM's own options (planner/src/engines/vllm.cpp reads them; the flags that set them
+// are in VllmEngine::flags and kvsight/engine_options.hpp). Unset optionals mean the
+// version's default, which the engine fills in and reports as an assumption.
+#include <cstdint>
+#include <optional>
+
+namespace kvsight {
+
+struct VllmOptions {
+  std::optional<double> gpu_memory_utilization;         // --gpu-memory-utilization
+  std::optional<std::uint64_t> max_num_batched_tokens;  // --max-num-batched-tokens
+  std::optional<std::uint64_t> max_num_seqs;            // --max-num-seqs
+  std::optional<std::uint64_t> kv_cache_memory_bytes;   // --kv-cache-memory-bytes
+  bool enforce_eager = false;                           // no CUDA graphs -> no graph memory estimate
+  bool enable_prefix_caching = false;                   // hybrid "align" mode keeps +1 state page
+  bool disable_prefix_caching = false;   // --no-enable-prefix-caching (hybrid default is on from 0.28)
+  std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
+  bool api_server = true;                // `vllm serve` defaults (vs offline LLM class, --offline)
+};
+
+}  // namespace kvsight
