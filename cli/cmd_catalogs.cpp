@@ -44,8 +44,9 @@ void run_models(CliState& state) {
                     {"params", params}});
     table.rows.push_back({entry.id, entry.name, std::to_string(m.num_layers()), kinds_summary(m),
                           std::to_string(m.num_attention_heads) + "/" + std::to_string(m.num_kv_heads),
-                          std::to_string(m.head_dim), with_commas(fp.bytes_per_token),
-                          with_commas(derived_max_model_len(m)), fixed(static_cast<double>(params) / 1e9, 2)});
+                          std::to_string(m.head_dim), commas_text(fp.bytes_per_token),
+                          commas_text(derived_max_model_len(m)),
+                          fixed_text(static_cast<double>(params) / 1e9, 2)});
   }
   if (format == Format::json) emit(state, render_json({{"models", rows}}));
   else emit(state, render_table(table, format));
@@ -64,10 +65,11 @@ void run_gpus(CliState& state) {
                     {"multiprocessors", g.multiprocessors}, {"runtime_multiprocessors", g.runtime_multiprocessors},
                     {"l2_bytes", g.l2_bytes}, {"last_level_cache_bytes", g.last_level_cache_bytes},
                     {"fp16_tflops", g.fp16_tflops}, {"source", g.source}});
-    table.rows.push_back({g.id, g.name, g.arch, fixed(static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024), 2),
-                          fixed(g.bandwidth_gbps, 0), std::to_string(g.multiprocessors),
-                          fixed(static_cast<double>(g.l2_bytes) / (1024.0 * 1024), 0),
-                          fixed(static_cast<double>(g.last_level_cache_bytes) / (1024.0 * 1024), 0)});
+    table.rows.push_back({g.id, g.name, g.arch,
+                          fixed_text(static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024), 2),
+                          fixed_text(g.bandwidth_gbps, 0), std::to_string(g.multiprocessors),
+                          fixed_text(static_cast<double>(g.l2_bytes) / (1024.0 * 1024), 0),
+                          fixed_text(static_cast<double>(g.last_level_cache_bytes) / (1024.0 * 1024), 0)});
   }
   if (format == Format::json) emit(state, render_json({{"gpus", rows}}));
   else emit(state, render_table(table, format));

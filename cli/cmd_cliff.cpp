@@ -62,7 +62,8 @@ CLI::Validator finite_positive_ms() {
 }
 
 std::string pct(double predicted, double published) {
-  return (predicted >= published ? "+" : "") + fixed((predicted - published) / published * 100.0, 1) + "%";
+  return (predicted >= published ? "+" : "") + fixed_text((predicted - published) / published * 100.0, 1) +
+         "%";
 }
 
 // docs/architecture.md "Output contract": cliff JSON points carry {context, time_us, bytes, gbps} like the probes:
@@ -97,6 +98,152 @@ struct Measured {
   std::string backend, device;
   std::vector<probes::SweepResult> sweeps;
 };
+
+// The published figure at this context (scenario mode only), or nullptr.
+const PublishedPoint* published_point(bool scenario_mode, const std::vector<PublishedPoint>& list,
+                                      std::uint64_t context) {
+  if (!scenario_mode) return nullptr;
+  for (const PublishedPoint& p : list)
+    if (p.context == context) return &p;
+  return nullptr;
+}
+
+// CSV of the whole table output in one table (issue #9: formats are complete): a `table`
+// column says which table of the text output a row belongs to (setup, context_cost,
+// selected_path, split_path, measured, measured_point, warning, note); numbers are raw
+// (round_trip_text: no thousands separators, no units, no "x" or "%"), units are in
+// the column names or, for key/value rows, in `unit`. README "JSON contract" says so.
+const std::vector<std::string> kCliffCsvColumns = {"table",
+                                                   "kernel",
+                                                   "context_tokens",
+                                                   "splits",
+                                                   "attention_us_per_call",
+                                                   "ms_per_token",
+                                                   "tok_s",
+                                                   "published_ms_per_token",
+                                                   "published_tok_s",
+                                                   "diff_percent",
+                                                   "key",
+                                                   "value",
+                                                   "unit",
+                                                   "note"};
+
+struct CliffCsv {
+  Table table;
+  CliffCsv() { table.columns = kCliffCsvColumns; }
+  // A key/value row: figure `key` = value [unit], note.
+  void figure(const std::string& name, const std::string& key, const std::string& value,
+              const std::string& unit = "", const std::string& note = "", const std::string& kernel = "") {
+    table.rows.push_back({name, kernel, "", "", "", "", "", "", "", "", key, value, unit, note});
+  }
+  void number(const std::string& name, const std::string& key, double value, const std::string& unit,
+              const std::string& note = "", const std::string& kernel = "") {
+    figure(name, key, round_trip_text(value), unit, note, kernel);
+  }
+  // One point of a decode curve, with the published figures where there are some.
+  void point(const std::string& name, const std::string& kernel, const DecodePoint& p,
+             const PublishedPoint* published) {
+    table.rows.push_back(
+        {name, kernel, std::to_string(p.context), std::to_string(p.splits),
+         round_trip_text(p.attention_us_per_call), round_trip_text(p.ms_per_token), round_trip_text(p.tok_s),
+         published ? round_trip_text(published->ms_per_token) : "",
+         published ? round_trip_text(published->tok_s) : "",
+         published ? round_trip_text(diff_percent(p.ms_per_token, published->ms_per_token)) : "", "", "", "",
+         ""});
+  }
+  static double diff_percent(double predicted, double published) {
+    return (predicted - published) / published * 100.0;
+  }
+};
+
+// Every figure of the table output as CliffCsv rows: the two report sections, both
+// curves, the measured kernels (a summary row per figure and one row per point), then
+// the warnings and notes of the footer.
+Table cliff_csv(const app::CliffOutcome& out, const std::vector<std::string>& notes) {
+  CliffCsv csv;
+  const DecodeScenario& scenario = out.scenario;
+  const DecodeLayerGroup& primary = scenario.groups.front();
+  const KernelCalibration& cal = scenario.calibration;
+  const auto count = [](std::uint64_t v) { return std::to_string(v); };
+  csv.figure("setup", "title", out.title);
+  csv.figure("setup", "model", out.model_id);
+  csv.figure("setup", "gpu", out.gpu_id);
+  csv.figure("setup", "engine", out.engine);
+  csv.figure("setup", "attention_path", out.kernel, "",
+             out.splits_context ? "splits the context" : "does NOT split the context", out.kernel);
+  csv.figure("setup", "splits_context", out.splits_context ? "true" : "false");
+  csv.figure("setup", "attention_layers", count(primary.layers), "layers");
+  csv.figure("setup", "head_dim", count(primary.head_dim), "elements");
+  csv.figure("setup", "kv_heads_per_rank", count(primary.kv_heads_per_rank), "heads");
+  csv.figure("setup", "q_heads_per_rank", count(out.q_heads_per_rank), "heads");
+  csv.figure("setup", "batch", count(scenario.batch), "sequences");
+  csv.figure("setup", "block_size", count(out.block_size), "tokens");
+  csv.figure("setup", "programs_per_call", count(scenario.batch * primary.kv_heads_per_rank), "programs",
+             "batch x KV heads per rank (no split)");
+  csv.number("setup", "per_program_gbps", cal.per_program_gbps, "GB/s", cal.source);
+  // The calibration's source once (its first figure, and the first note); the rest share it.
+  csv.number("setup", "call_overhead_us", cal.call_overhead_us, "us");
+  csv.number("setup", "achieved_bandwidth_gbps", cal.achieved_bandwidth_gbps, "GB/s");
+  csv.number("setup", "reduce_us", cal.reduce_us, "us");
+  csv.figure("setup", "concurrent_programs", count(cal.concurrent_programs), "programs");
+  csv.number("setup", "baseline_ms", scenario.baseline_ms, "ms", scenario.baseline_source);
+
+  csv.number("context_cost", "growth_1k_to_32k", out.growth, "ratio",
+             out.scenario_mode ? "published 28.3x (356.664 -> 10,095.188 us)" : "");
+  csv.number("context_cost", "attention_us_per_call_1k", out.call_1k_us, "us");
+  csv.number("context_cost", "attention_us_per_call_32k", out.call_32k_us, "us");
+  csv.number("context_cost", "slope_us_per_token", out.curve.slope_us_per_token, "us/token",
+             out.scenario_mode ? "published 4.840 us/token" : "least squares over the contexts");
+  csv.number("context_cost", "attention_slope_us_per_token_per_call", out.per_call_slope_us, "us/token");
+  csv.number("context_cost", "split_attention_us_per_call_32k", out.split_call_32k_us, "us",
+             out.scenario_mode ? "published 635.779 + 4.117 us reduce (PR #45916)" : "");
+  csv.figure("context_cost", "split_splits_32k", count(out.split_splits_32k), "splits");
+  csv.number("context_cost", "split_slope_us_per_token", out.split_curve.slope_us_per_token, "us/token",
+             out.scenario_mode ? "published 0.430 us/token" : scenario.split_source);
+  if (out.scenario_mode) {
+    csv.number("context_cost", "published_growth_1k_to_32k", kVllm50264CallUsAt32K / kVllm50264CallUsAt1K,
+               "ratio", "vLLM #50264");
+    csv.number("context_cost", "published_slope_us_per_token", kVllm50264SlopeUsPerToken, "us/token",
+               "vLLM #50264");
+    csv.number("context_cost", "published_split_us_per_call_32k",
+               kVllm45916SplitCallUsAt32K + kVllm45916ReduceUs, "us", "PR #45916");
+    csv.number("context_cost", "published_split_slope_us_per_token", kVllm45916SlopeUsPerToken, "us/token",
+               "PR #45916");
+  }
+
+  for (const DecodePoint& p : out.curve.points)
+    csv.point("selected_path", out.kernel, p,
+              published_point(out.scenario_mode, vllm_50264_published(), p.context));
+  for (const DecodePoint& p : out.split_curve.points)
+    csv.point("split_path", "split-KV", p,
+              published_point(out.scenario_mode, vllm_45916_split_published(), p.context));
+
+  if (out.measured) {
+    csv.figure("measured", "backend", out.measured->backend);
+    csv.figure("measured", "device", out.measured->device);
+    for (const probes::SweepResult& sweep : out.measured->sweeps) {
+      std::string published;
+      if (out.scenario_mode)
+        published = sweep.kernel == "nosplit"
+                        ? "0.307 us/token/call, 4.840 step, 28.3x over 1K -> 32K (gfx1100)"
+                        : "0.430 step us/token; 635.779 + 4.117 us at 32K (gfx1100)";
+      csv.number("measured", "slope_us_per_token_per_call", sweep.slope_us_per_token, "us/token", published,
+                 sweep.kernel);
+      csv.number("measured", "step_slope_us_per_token", sweep.slope_us_per_token * primary.layers, "us/token",
+                 "x " + std::to_string(primary.layers) + " attention layers", sweep.kernel);
+      csv.number("measured", "growth", sweep.growth, "ratio", "last / first time", sweep.kernel);
+      for (const probes::ProbePoint& p : sweep.points) {
+        csv.table.rows.push_back({"measured_point", sweep.kernel, std::to_string(p.context),
+                                  std::to_string(p.splits), round_trip_text(p.time_us), "", "", "", "", "",
+                                  "gbps", round_trip_text(p.gbps), "GB/s", ""});
+      }
+    }
+  }
+  for (const std::string& error : out.gate_errors)
+    csv.figure("warning", "engine_refuses_start", error, "", "kvsight gates");
+  for (const std::string& note : notes) csv.figure("note", "", note);
+  return csv.table;
+}
 
 void run_cliff(const CliffArgs& args, CliState& state) {
   check_engine_spellings(state, args.options.engine);
@@ -139,15 +286,24 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     measured.sweeps = outcome.measured->sweeps;
   }
 
-  // Published columns (scenario only), matched by context.
-  auto published_at = [&](const std::vector<PublishedPoint>& list,
-                          std::uint64_t context) -> const PublishedPoint* {
-    if (!scenario_mode) return nullptr;
-    for (const PublishedPoint& p : list) {
-      if (p.context == context) return &p;
-    }
-    return nullptr;
+  const auto published_at = [scenario_mode](const std::vector<PublishedPoint>& list, std::uint64_t context) {
+    return published_point(scenario_mode, list, context);
   };
+
+  std::vector<std::string> notes;  // the footer after the warnings, in every format
+  notes.push_back("calibration: " + scenario.calibration.source);
+  notes.push_back("split model: " + scenario.split_source);
+  if (scenario_mode) {
+    // cliff.md: 79.68 ms at 1024 tokens after PR #45916, where the split kernel does
+    // not split yet (below 1344 tokens), i.e. the same 356.664 us per call as before.
+    const double split_run_baseline = 79.68 - 16.0 * kVllm50264CallUsAt1K / 1000.0;
+    notes.push_back(
+        "published split run: 79.68 ms at 1024 tokens implies a non-attention time of 79.68 - 16 x 0.357 = " +
+        fixed_text(split_run_baseline, 2) + " ms, " +
+        fixed_text(scenario.baseline_ms - split_run_baseline, 2) +
+        " ms below the #50264 run's; the publications are different runs, and the split curve here keeps the "
+        "#50264 baseline");
+  }
 
   if (!args.plot_path.empty()) {
     Plot plot;
@@ -234,7 +390,9 @@ void run_cliff(const CliffArgs& args, CliState& state) {
         {"split_attention_us_per_call_32k", split_call_32k},
         {"split_splits_32k", split_32k_splits},
         {"split_slope_us_per_token", split_curve.slope_us_per_token},
-        {"gate_errors", gate_errors}};
+        {"gate_errors", gate_errors},
+        {"title", title},
+        {"notes", notes}};
     if (scenario_mode) {
       out["published_slope_us_per_token"] = kVllm50264SlopeUsPerToken;
       out["published_growth"] = kVllm50264CallUsAt32K / kVllm50264CallUsAt1K;
@@ -266,42 +424,32 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   setup.rows.push_back({"programs per call", std::to_string(scenario.batch * primary.kv_heads_per_rank),
                         "batch x KV heads per rank (no split)"});
   setup.rows.push_back({"calibration",
-                        fixed(scenario.calibration.per_program_gbps, 3) + " GB/s per program, t0 " +
-                            fixed(scenario.calibration.call_overhead_us, 2) + " us",
+                        fixed_text(scenario.calibration.per_program_gbps, 3) + " GB/s per program, t0 " +
+                            fixed_text(scenario.calibration.call_overhead_us, 2) + " us",
                         scenario.calibration.source});
   setup.rows.push_back(
-      {"non-attention time", fixed(scenario.baseline_ms, 2) + " ms", scenario.baseline_source});
+      {"non-attention time", fixed_text(scenario.baseline_ms, 2) + " ms", scenario.baseline_source});
   report.sections.push_back(setup);
 
   ReportSection summary{"Context cost", {}};
-  summary.rows.push_back({"per-call growth 1K -> 32K", fixed(growth, 1) + "x",
-                          fixed(call_1k, 3) + " us -> " + fixed(call_32k, 3) + " us" +
+  summary.rows.push_back({"per-call growth 1K -> 32K", fixed_text(growth, 1) + "x",
+                          fixed_text(call_1k, 3) + " us -> " + fixed_text(call_32k, 3) + " us" +
                               (scenario_mode ? "; published 28.3x (356.664 -> 10,095.188 us)" : "")});
-  summary.rows.push_back({"slope (step, per context token)", fixed(curve.slope_us_per_token, 3) + " us/token",
-                          scenario_mode ? "published 4.840 us/token (" +
-                                              pct(curve.slope_us_per_token, kVllm50264SlopeUsPerToken) + ")"
-                                        : "least squares over the contexts"});
-  summary.rows.push_back({"split-KV per call at 32K", fixed(split_call_32k, 3) + " us",
+  summary.rows.push_back(
+      {"slope (step, per context token)", fixed_text(curve.slope_us_per_token, 3) + " us/token",
+       scenario_mode
+           ? "published 4.840 us/token (" + pct(curve.slope_us_per_token, kVllm50264SlopeUsPerToken) + ")"
+           : "least squares over the contexts"});
+  summary.rows.push_back({"split-KV per call at 32K", fixed_text(split_call_32k, 3) + " us",
                           std::to_string(split_32k_splits) + " splits" +
                               (scenario_mode ? "; published 635.779 + 4.117 us reduce (PR #45916)" : "")});
-  summary.rows.push_back({"split-KV slope", fixed(split_curve.slope_us_per_token, 3) + " us/token",
+  summary.rows.push_back({"split-KV slope", fixed_text(split_curve.slope_us_per_token, 3) + " us/token",
                           scenario_mode ? "published 0.430 us/token" : scenario.split_source});
   report.sections.push_back(summary);
   for (const std::string& error : gate_errors) {
     report.footer.push_back("warning: the engine would refuse to start: " + error + " (kvsight gates)");
   }
-  report.footer.push_back("calibration: " + scenario.calibration.source);
-  report.footer.push_back("split model: " + scenario.split_source);
-  if (scenario_mode) {
-    // cliff.md: 79.68 ms at 1024 tokens after PR #45916, where the split kernel does
-    // not split yet (below 1344 tokens), i.e. the same 356.664 us per call as before.
-    const double split_run_baseline = 79.68 - 16.0 * kVllm50264CallUsAt1K / 1000.0;
-    report.footer.push_back(
-        "published split run: 79.68 ms at 1024 tokens implies a non-attention time of 79.68 - 16 x 0.357 = " +
-        fixed(split_run_baseline, 2) + " ms, " + fixed(scenario.baseline_ms - split_run_baseline, 2) +
-        " ms below the #50264 run's; the publications are different runs, and the split curve here keeps the "
-        "#50264 baseline");
-  }
+  report.footer.insert(report.footer.end(), notes.begin(), notes.end());
 
   Table table;
   table.title =
@@ -311,19 +459,19 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     table.columns = {"context", "attention us/call", "ms/token", "published", "diff",
                      "tok/s",   "published tok/s"};
   for (const DecodePoint& p : curve.points) {
-    std::vector<std::string> row = {with_commas(p.context), fixed(p.attention_us_per_call, 3),
-                                    fixed(p.ms_per_token, 2)};
+    std::vector<std::string> row = {commas_text(p.context), fixed_text(p.attention_us_per_call, 3),
+                                    fixed_text(p.ms_per_token, 2)};
     if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
-      row.push_back(fixed(pub->ms_per_token, 2));
+      row.push_back(fixed_text(pub->ms_per_token, 2));
       row.push_back(pct(p.ms_per_token, pub->ms_per_token));
-      row.push_back(fixed(p.tok_s, 2));
-      row.push_back(fixed(pub->tok_s, 2));
+      row.push_back(fixed_text(p.tok_s, 2));
+      row.push_back(fixed_text(pub->tok_s, 2));
     } else {
       if (scenario_mode) {
         row.push_back("");
         row.push_back("");
       }
-      row.push_back(fixed(p.tok_s, 2));
+      row.push_back(fixed_text(p.tok_s, 2));
       if (scenario_mode) row.push_back("");
     }
     table.rows.push_back(row);
@@ -338,20 +486,20 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     split_table.columns = {"context", "splits", "attention us/call", "ms/token", "published",
                            "diff",    "tok/s"};
   for (const DecodePoint& p : split_curve.points) {
-    std::vector<std::string> row = {with_commas(p.context), std::to_string(p.splits),
-                                    fixed(p.attention_us_per_call, 3), fixed(p.ms_per_token, 2)};
+    std::vector<std::string> row = {commas_text(p.context), std::to_string(p.splits),
+                                    fixed_text(p.attention_us_per_call, 3), fixed_text(p.ms_per_token, 2)};
     if (scenario_mode) {
       const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context);
-      row.push_back(pub ? fixed(pub->ms_per_token, 2) : "");
+      row.push_back(pub ? fixed_text(pub->ms_per_token, 2) : "");
       row.push_back(pub ? pct(p.ms_per_token, pub->ms_per_token) : "");
     }
-    row.push_back(fixed(p.tok_s, 2));
+    row.push_back(fixed_text(p.tok_s, 2));
     split_table.rows.push_back(row);
   }
   split_table.right_align = std::vector<bool>(split_table.columns.size(), true);
 
   if (state.format() == Format::csv) {
-    emit(state, render_table(table, Format::csv));
+    emit(state, render_table(cliff_csv(outcome, notes), Format::csv));
     return;
   }
   std::string text = render_report(report, state.format()) + "\n" + render_table(table, state.format()) +
@@ -372,18 +520,18 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     for (const probes::SweepResult& sweep : measured.sweeps) {
       const auto& pts = sweep.points;
       const std::string range =
-          pts.empty() ? "" : with_commas(pts.front().context) + " -> " + with_commas(pts.back().context);
+          pts.empty() ? "" : commas_text(pts.front().context) + " -> " + commas_text(pts.back().context);
       const std::string times =
-          pts.empty() ? "" : fixed(pts.front().time_us, 2) + " -> " + fixed(pts.back().time_us, 2);
+          pts.empty() ? "" : fixed_text(pts.front().time_us, 2) + " -> " + fixed_text(pts.back().time_us, 2);
       std::string published;
       if (scenario_mode) {
         published = sweep.kernel == "nosplit"
                         ? "0.307 us/token/call, 4.840 step, 28.3x over 1K -> 32K (gfx1100)"
                         : "0.430 step us/token; 635.779 + 4.117 us at 32K (gfx1100)";
       }
-      mtable.rows.push_back({sweep.kernel, range, times, fixed(sweep.slope_us_per_token, 4),
-                             fixed(sweep.slope_us_per_token * primary.layers, 3),
-                             fixed(sweep.growth, 2) + "x", published});
+      mtable.rows.push_back({sweep.kernel, range, times, fixed_text(sweep.slope_us_per_token, 4),
+                             fixed_text(sweep.slope_us_per_token * primary.layers, 3),
+                             fixed_text(sweep.growth, 2) + "x", published});
     }
     text += "\n" + render_table(mtable, state.format());
   }

@@ -26,13 +26,13 @@ struct ExplainArgs {
   CLI::Option* engine_option = nullptr;
 };
 
-std::string signed_fixed(double v, int digits) { return (v >= 0 ? "+" : "") + fixed(v, digits); }
+std::string signed_fixed(double v, int digits) { return (v >= 0 ? "+" : "") + fixed_text(v, digits); }
 
 std::string figure(const std::optional<double>& v, const std::string& unit) {
   if (!v) return "-";
   if (unit == "tokens" || unit == "blocks" || unit == "B")
-    return with_commas(static_cast<std::uint64_t>(std::llround(std::max(0.0, *v))));
-  return fixed(*v, 2);
+    return commas_text(static_cast<std::uint64_t>(std::llround(std::max(0.0, *v))));
+  return fixed_text(*v, 2);
 }
 
 nlohmann::json optional_json(const std::optional<double>& v) {

@@ -74,7 +74,7 @@ void refuse_searched_fields(const CliState& state) {
 }
 
 std::string headroom_text(double headroom) {
-  return (headroom >= 0 ? "+" : "") + fixed(headroom * 100.0, 1) + "%";
+  return (headroom >= 0 ? "+" : "") + fixed_text(headroom * 100.0, 1) + "%";
 }
 
 std::string block_text(const app::FitCandidate& c) {
@@ -174,8 +174,8 @@ void run_fit(FitArgs& args, CliState& state) {
       table.rows.push_back({c.fits ? "true" : "false", c.gpu, std::to_string(c.tp), std::to_string(c.pp),
                             std::to_string(c.gpu_count), c.kv_cache_dtype, std::to_string(c.block_size),
                             std::to_string(c.bytes_per_sequence), std::to_string(c.needed_kv_bytes),
-                            std::to_string(c.available_kv_bytes), fixed(c.max_concurrency, 4),
-                            fixed(c.headroom, 4), reasons});
+                            std::to_string(c.available_kv_bytes), fixed_text(c.max_concurrency, 4),
+                            fixed_text(c.headroom, 4), reasons});
     };
     for (const auto& c : outcome.accepted) add(c);
     for (const auto& c : outcome.rejected) add(c);
@@ -185,12 +185,12 @@ void run_fit(FitArgs& args, CliState& state) {
 
   const std::size_t top = args.top == 0 ? SIZE_MAX : static_cast<std::size_t>(args.top);
   std::string text = "kvsight fit: " + outcome.model.id + ", " + std::to_string(outcome.concurrency) +
-                     " sequences of " + with_commas(outcome.context) + " tokens, under " +
+                     " sequences of " + commas_text(outcome.context) + " tokens, under " +
                      outcome.engine_display + " " + outcome.engine_version + "\n";
   text += "searched " + std::to_string(outcome.gpus.size()) + " GPU kind(s), TP x PP up to " +
           std::to_string(outcome.max_gpus) + " GPUs: " + std::to_string(outcome.candidates_planned) +
           " plans, " + std::to_string(outcome.accepted.size() + outcome.rejected.size()) +
-          " distinct configurations in " + fixed(search_ms, 0) + " ms\n\n";
+          " distinct configurations in " + fixed_text(search_ms, 0) + " ms\n\n";
   Table fits;
   fits.title = std::to_string(outcome.accepted.size()) +
                " configuration(s) fit, fewest GPUs first, then most headroom" +
@@ -203,9 +203,10 @@ void run_fit(FitArgs& args, CliState& state) {
   for (std::size_t i = 0; i < outcome.accepted.size() && i < top; ++i) {
     const auto& c = outcome.accepted[i];
     fits.rows.push_back({std::to_string(c.gpu_count), c.gpu, std::to_string(c.tp), std::to_string(c.pp),
-                         c.kv_cache_dtype, block_text(c), fixed(to_gib(c.bytes_per_sequence), 3),
-                         fixed(to_gib(c.needed_kv_bytes), 2), fixed(to_gib(c.available_kv_bytes), 2),
-                         fixed(c.max_concurrency, 2) + "x", headroom_text(c.headroom)});
+                         c.kv_cache_dtype, block_text(c), fixed_text(to_gib(c.bytes_per_sequence), 3),
+                         fixed_text(to_gib(c.needed_kv_bytes), 2),
+                         fixed_text(to_gib(c.available_kv_bytes), 2), fixed_text(c.max_concurrency, 2) + "x",
+                         headroom_text(c.headroom)});
   }
   if (!outcome.accepted.empty())
     text += render_table(fits, format) + "\n";

@@ -113,8 +113,8 @@ Report to_report(const ModelSpec& m, const TokenFootprint& fp) {
   ReportSection shape{"Shape", {}};
   shape.rows.push_back({"architecture", m.architecture.empty() ? "-" : m.architecture, m.model_type});
   shape.rows.push_back({"dtype", m.dtype, m.quantization.method.empty() ? "" : "quantized: " + m.quantization.method});
-  shape.rows.push_back({"parameters", with_commas(count_params(m)), "from shapes"});
-  shape.rows.push_back({"hidden size", with_commas(m.hidden_size), ""});
+  shape.rows.push_back({"parameters", commas_text(count_params(m)), "from shapes"});
+  shape.rows.push_back({"hidden size", commas_text(m.hidden_size), ""});
   shape.rows.push_back({"layers", std::to_string(m.num_layers()), layer_summary(m)});
   if (m.num_attention_heads) {
     shape.rows.push_back({"query heads / KV heads", std::to_string(m.num_attention_heads) + " / " + std::to_string(m.num_kv_heads),
@@ -131,31 +131,33 @@ Report to_report(const ModelSpec& m, const TokenFootprint& fp) {
   if (m.recurrent) {
     const auto state = recurrent_state_bytes(*m.recurrent, 1);
     shape.rows.push_back({"recurrent layers", std::string(to_string(m.recurrent->kind)),
-                          "state per layer " + with_commas(state.total()) + " B (conv " + m.recurrent->conv_dtype + ", ssm " +
+                          "state per layer " + commas_text(state.total()) + " B (conv " + m.recurrent->conv_dtype + ", ssm " +
                               m.recurrent->ssm_dtype + ")"});
   }
   rep.sections.push_back(shape);
 
   ReportSection pos{"Positions", {}};
   pos.rows.push_back({"RoPE / NoPE attention layers", std::to_string(m.rope_layer_count()) + " / " + std::to_string(m.nope_layer_count()), ""});
-  pos.rows.push_back({"rope_theta", m.rope_theta > 0 ? fixed(m.rope_theta, 0) : "-", ""});
-  pos.rows.push_back({"rope scaling", m.rope_scaling.present() ? m.rope_scaling.type + " x" + fixed(m.rope_scaling.factor, 2) : "none",
-                      m.rope_scaling.original_max_position_embeddings
-                          ? "trained at " + with_commas(m.rope_scaling.original_max_position_embeddings)
-                          : ""});
+  pos.rows.push_back({"rope_theta", m.rope_theta > 0 ? fixed_text(m.rope_theta, 0) : "-", ""});
+  pos.rows.push_back(
+      {"rope scaling",
+       m.rope_scaling.present() ? m.rope_scaling.type + " x" + fixed_text(m.rope_scaling.factor, 2) : "none",
+       m.rope_scaling.original_max_position_embeddings
+           ? "trained at " + commas_text(m.rope_scaling.original_max_position_embeddings)
+           : ""});
   const bool extended = m.rope_scaling.present() && m.rope_scaling.original_max_position_embeddings &&
                         m.rope_scaling.original_max_position_embeddings < derived_max_model_len(m);
-  pos.rows.push_back({"max_position_embeddings", with_commas(m.max_position_embeddings), ""});
-  pos.rows.push_back({"context (vLLM derived max)", with_commas(derived_max_model_len(m)),
+  pos.rows.push_back({"max_position_embeddings", commas_text(m.max_position_embeddings), ""});
+  pos.rows.push_back({"context (vLLM derived max)", commas_text(derived_max_model_len(m)),
                       extended ? "EXTENDED by rope scaling, not native" : "native"});
   rep.sections.push_back(pos);
 
   ReportSection kv{"KV at the model dtype, one rank", {}};
-  kv.rows.push_back({"bytes per token", with_commas(fp.bytes_per_token) + " B", "full-attention + MLA layers"});
+  kv.rows.push_back({"bytes per token", commas_text(fp.bytes_per_token) + " B", "full-attention + MLA layers"});
   if (fp.bytes_per_token_all_layers != fp.bytes_per_token)
-    kv.rows.push_back({"bytes per token, all layers", with_commas(fp.bytes_per_token_all_layers) + " B", "until windows fill"});
+    kv.rows.push_back({"bytes per token, all layers", commas_text(fp.bytes_per_token_all_layers) + " B", "until windows fill"});
   if (fp.state_bytes_per_sequence)
-    kv.rows.push_back({"recurrent state per sequence", with_commas(fp.state_bytes_per_sequence) + " B", ""});
+    kv.rows.push_back({"recurrent state per sequence", commas_text(fp.state_bytes_per_sequence) + " B", ""});
   rep.sections.push_back(kv);
 
   std::string kinds, rope;

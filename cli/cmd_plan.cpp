@@ -13,6 +13,7 @@
 #include "kvsight/app/plan.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/counts.hpp"
 #include "kvsight/decode_model.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gpu.hpp"
@@ -25,14 +26,14 @@ namespace {
 struct PlanArgs {
   std::string model;
   std::string gpu;
-  std::optional<double> gpu_mem_gib;
+  std::optional<std::string> gpu_mem_gib;  // the one byte-size grammar, in GiB (kvsight/counts.hpp parse_gib)
   EngineOptions engine;
   bool no_warnings = false;
 };
 
 void check_gib(const std::optional<double>& value, const char* flag) {
   if (value && !(std::isfinite(*value) && *value >= 0.0 && *value < 1.0e9))
-    throw InputError(flag, "is " + fixed(*value, 3) + "; allowed: a non-negative number of GiB");
+    throw InputError(flag, "is " + fixed_text(*value, 3) + "; allowed: a non-negative number of GiB");
 }
 
 void validate(PlanArgs& a) {
@@ -41,9 +42,12 @@ void validate(PlanArgs& a) {
   check_gib(a.engine.overheads.cuda_graph_gib, "--cuda-graph-gib");
   check_gib(a.engine.overheads.weights_gib, "--weights-gib");
   if (a.gpu_mem_gib) {
-    if (!(std::isfinite(*a.gpu_mem_gib) && *a.gpu_mem_gib > 0.0 && *a.gpu_mem_gib < 1.0e7))
-      throw InputError("--gpu-mem-gib", "is " + fixed(*a.gpu_mem_gib, 3) + "; allowed: a positive number of GiB");
-    a.engine.gpu_memory_bytes = static_cast<std::uint64_t>(std::llround(*a.gpu_mem_gib * kGiB));
+    const std::uint64_t bytes = parse_gib(*a.gpu_mem_gib, "--gpu-mem-gib");
+    // Below 1e7 GiB, as before the grammar was shared: no device is a thousandth of that.
+    if (bytes == 0 || bytes >= 10000000ull * (1ull << 30))
+      throw InputError("--gpu-mem-gib",
+                       "is " + *a.gpu_mem_gib + "; allowed: a positive number of GiB below 1e7");
+    a.engine.gpu_memory_bytes = bytes;
   }
 }
 
@@ -108,11 +112,14 @@ nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanRes
 std::string bytes_cell(std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   std::string unit;
-  if (bytes >= (1ull << 30)) unit = gib(bytes, 3);
-  else if (bytes >= (1ull << 20)) unit = fixed(b / (1 << 20), 2) + " MiB";
-  else if (bytes >= 1024) unit = fixed(b / 1024, 2) + " KiB";
-  else return with_commas(bytes) + " B";
-  return with_commas(bytes) + " B (" + unit + ")";
+  if (bytes >= (1ull << 30))
+    unit = gib_text(bytes, 3);
+  else if (bytes >= (1ull << 20))
+    unit = fixed_text(b / (1 << 20), 2) + " MiB";
+  else if (bytes >= 1024)
+    unit = fixed_text(b / 1024, 2) + " KiB";
+  else return commas_text(bytes) + " B";
+  return commas_text(bytes) + " B (" + unit + ")";
 }
 
 Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r, const EngineOptions& o) {
@@ -133,13 +140,14 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
   if (r.kv.state_bytes_per_sequence > 0)
     kv.rows.push_back({"recurrent state per sequence", bytes_cell(r.kv.state_bytes_per_sequence), "constant"});
   kv.rows.push_back({"block size", std::to_string(r.kv.block_size) + " tokens", ""});
-  kv.rows.push_back({"per sequence at " + with_commas(r.kv.context) + " tokens", bytes_cell(r.kv.bytes_per_sequence),
-                     with_commas(r.kv.blocks_per_sequence) + " blocks"});
-  kv.rows.push_back({"per batch of " + with_commas(r.kv.batch), bytes_cell(r.kv.bytes_per_batch), ""});
+  kv.rows.push_back({"per sequence at " + commas_text(r.kv.context) + " tokens", bytes_cell(r.kv.bytes_per_sequence),
+                     commas_text(r.kv.blocks_per_sequence) + " blocks"});
+  kv.rows.push_back({"per batch of " + commas_text(r.kv.batch), bytes_cell(r.kv.bytes_per_batch), ""});
   rep.sections.push_back(kv);
 
   ReportSection w{"Weights", {}};
-  w.rows.push_back({"parameters", with_commas(r.weights.params), fixed(static_cast<double>(r.weights.params) / 1e9, 2) + " B"});
+  w.rows.push_back({"parameters", commas_text(r.weights.params),
+                    fixed_text(static_cast<double>(r.weights.params) / 1e9, 2) + " B"});
   w.rows.push_back(
       {"bytes", bytes_cell(r.weights.bytes),
        r.weights.exact
@@ -151,15 +159,16 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
   if (r.capacity) {
     const Capacity& c = *r.capacity;
     ReportSection cap{"Capacity" + std::string(per_rank ? " (per rank; minimum over ranks)" : ""), {}};
-    cap.rows.push_back({"GPU memory (runtime total)", gib(c.gpu_memory_bytes), ""});
-    if (c.requested_bytes) cap.rows.push_back({"engine budget", gib(c.requested_bytes), ""});
-    if (c.overhead_bytes) cap.rows.push_back({"runtime overheads", gib(c.overhead_bytes), "estimate, see assumptions"});
-    cap.rows.push_back({"available for KV", gib(c.available_kv_bytes), ""});
-    cap.rows.push_back({"blocks", with_commas(c.num_blocks), "page " + with_commas(c.page_bytes) + " B"});
-    cap.rows.push_back({"KV tokens", with_commas(c.kv_tokens), ""});
-    cap.rows.push_back({"max concurrency at " + with_commas(c.max_model_len), fixed(c.max_concurrency, 2) + "x",
-                        c.fits ? "fits" : "DOES NOT FIT (exit 1)"});
-    cap.rows.push_back({"largest max_model_len that fits", with_commas(c.largest_max_model_len), ""});
+    cap.rows.push_back({"GPU memory (runtime total)", gib_text(c.gpu_memory_bytes), ""});
+    if (c.requested_bytes) cap.rows.push_back({"engine budget", gib_text(c.requested_bytes), ""});
+    if (c.overhead_bytes)
+      cap.rows.push_back({"runtime overheads", gib_text(c.overhead_bytes), "estimate, see assumptions"});
+    cap.rows.push_back({"available for KV", gib_text(c.available_kv_bytes), ""});
+    cap.rows.push_back({"blocks", commas_text(c.num_blocks), "page " + commas_text(c.page_bytes) + " B"});
+    cap.rows.push_back({"KV tokens", commas_text(c.kv_tokens), ""});
+    cap.rows.push_back({"max concurrency at " + commas_text(c.max_model_len),
+                        fixed_text(c.max_concurrency, 2) + "x", c.fits ? "fits" : "DOES NOT FIT (exit 1)"});
+    cap.rows.push_back({"largest max_model_len that fits", commas_text(c.largest_max_model_len), ""});
     rep.sections.push_back(cap);
   }
   if (!r.assumptions.empty()) {
@@ -211,7 +220,7 @@ Table plan_csv(const app::PlanItem& item) {
     row("capacity", "num_blocks", n(c.num_blocks), "blocks");
     row("capacity", "kv_tokens", n(c.kv_tokens), "tokens");
     row("capacity", "max_model_len", n(c.max_model_len), "tokens");
-    row("capacity", "max_concurrency", fixed(c.max_concurrency, 6), "sequences");
+    row("capacity", "max_concurrency", fixed_text(c.max_concurrency, 6), "sequences");
     row("capacity", "fits", c.fits ? "true" : "false", "");
     row("capacity", "largest_max_model_len", n(c.largest_max_model_len), "tokens");
   }
@@ -299,7 +308,7 @@ void run_plan(PlanArgs args, CliState& state) {
         const Capacity& c = *r.capacity;
         row.insert(row.end(), {std::to_string(c.available_kv_bytes), std::to_string(c.num_blocks),
                                std::to_string(c.kv_tokens), std::to_string(c.max_model_len),
-                               fixed(c.max_concurrency, 6), item.fits ? "true" : "false",
+                               fixed_text(c.max_concurrency, 6), item.fits ? "true" : "false",
                                std::to_string(c.largest_max_model_len)});
       } else {
         row.insert(row.end(), 7, "");
@@ -308,16 +317,19 @@ void run_plan(PlanArgs args, CliState& state) {
       table.rows.push_back(std::move(row));
       continue;
     }
-    std::vector<std::string> row{item.model.id, gpu_id, with_commas(r.kv.bytes_per_token),
-                                 fixed(to_gib(r.kv.bytes_per_sequence), 2), fixed(to_gib(r.weights.bytes_per_rank), 2)};
+    std::vector<std::string> row{item.model.id, gpu_id, commas_text(r.kv.bytes_per_token),
+                                 fixed_text(to_gib(r.kv.bytes_per_sequence), 2),
+                                 fixed_text(to_gib(r.weights.bytes_per_rank), 2)};
     if (r.capacity) {
       const Capacity& c = *r.capacity;
-      row.push_back(fixed(to_gib(c.available_kv_bytes), 2));
-      row.push_back(with_commas(c.num_blocks));
-      row.push_back(with_commas(c.kv_tokens));
-      row.push_back(with_commas(c.max_model_len));
-      row.push_back(!item.refusals.empty() ? "refused" : c.fits ? fixed(c.max_concurrency, 2) + "x" : "no fit");
-      row.push_back(with_commas(c.largest_max_model_len));
+      row.push_back(fixed_text(to_gib(c.available_kv_bytes), 2));
+      row.push_back(commas_text(c.num_blocks));
+      row.push_back(commas_text(c.kv_tokens));
+      row.push_back(commas_text(c.max_model_len));
+      row.push_back(!item.refusals.empty() ? "refused"
+                    : c.fits               ? fixed_text(c.max_concurrency, 2) + "x"
+                                           : "no fit");
+      row.push_back(commas_text(c.largest_max_model_len));
     } else {
       row.insert(row.end(), 6, "-");
     }

@@ -50,6 +50,7 @@ Plot decode_plot(const app::PreflightOutcome& o) {
 std::string render_text(const app::PreflightOutcome& o, Format format) {
   const app::PreflightFacts& f = o.facts;
   Report report;
+  report.values_left = true;  // labels left, values in one column after them (issue #9)
   report.title = "kvsight preflight: " + o.model.id + " on " + o.host + " (" + o.mode + ", " +
                  f.survey.backend + " backend): " + o.verdict;
   ReportSection head{"Node", {}};
@@ -62,16 +63,16 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
                          "identity: " + d.sources.identity +
                              (d.driver_version.empty() ? "" : ", driver " + d.driver_version)});
     head.rows.push_back({"  memory total / free now",
-                         gib(d.memory_total_bytes) + " / " + gib(d.memory_free_bytes),
+                         gib_text(d.memory_total_bytes) + " / " + gib_text(d.memory_free_bytes),
                          "source: " + d.sources.memory});
     head.rows.push_back(
         {"  held by other processes",
-         d.memory_used_by_others_bytes
-             ? gib(*d.memory_used_by_others_bytes) + " (" + std::to_string(d.processes.size()) + " processes)"
-             : "unknown",
+         d.memory_used_by_others_bytes ? gib_text(*d.memory_used_by_others_bytes) + " (" +
+                                             std::to_string(d.processes.size()) + " processes)"
+                                       : "unknown",
          d.sources.processes.empty() ? "no source lists processes" : "source: " + d.sources.processes});
     for (const probes::ProcessMemory& p : d.processes)
-      head.rows.push_back({"    pid " + std::to_string(p.pid), p.name, gib(p.used_bytes)});
+      head.rows.push_back({"    pid " + std::to_string(p.pid), p.name, gib_text(p.used_bytes)});
   }
   head.rows.push_back({"catalog", o.catalog ? o.catalog->id + " (" + o.catalog->name + ")" : "unknown device",
                        o.catalog_match});
@@ -101,25 +102,25 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
   ReportSection measured{"Bandwidth (stream read)", {}};
   if (f.bandwidth) {
     const app::BandwidthFacts& b = *f.bandwidth;
-    measured.rows.push_back({"measured", fixed(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
-                             "noise " + fixed(b.noise * 100, 2) + "%, " + std::to_string(b.samples) +
+    measured.rows.push_back({"measured", fixed_text(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
+                             "noise " + fixed_text(b.noise * 100, 2) + "%, " + std::to_string(b.samples) +
                                  " samples" + (b.converged ? "" : ", NOT converged")});
     measured.rows.push_back(
         {"catalog peak",
-         b.catalog_peak_bytes_per_s ? fixed(*b.catalog_peak_bytes_per_s / 1e9, 0) + " GB/s" : "n/a",
+         b.catalog_peak_bytes_per_s ? fixed_text(*b.catalog_peak_bytes_per_s / 1e9, 0) + " GB/s" : "n/a",
          b.catalog_peak_bytes_per_s
-             ? fixed(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s * 100, 0) + "% of peak"
+             ? fixed_text(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s * 100, 0) + "% of peak"
              : (f.survey.no_gpu ? "a CPU has no catalog peak" : "device not in the catalog")});
   }
   report.sections.push_back(measured);
 
   ReportSection capacity{
-      "Capacity (" + o.options.engine + ", max_model_len " + with_commas(f.max_model_len) + ")", {}};
+      "Capacity (" + o.options.engine + ", max_model_len " + commas_text(f.max_model_len) + ")", {}};
   const auto add_capacity = [&](const std::string& label, const std::optional<app::CapacityFacts>& c) {
     if (!c) return;
-    capacity.rows.push_back({label, gib(c->gpu_memory_bytes),
-                             "KV " + gib(c->capacity.available_kv_bytes) + ", max concurrency " +
-                                 fixed(c->capacity.max_concurrency, 2) + "x" +
+    capacity.rows.push_back({label, gib_text(c->gpu_memory_bytes),
+                             "KV " + gib_text(c->capacity.available_kv_bytes) + ", max concurrency " +
+                                 fixed_text(c->capacity.max_concurrency, 2) + "x" +
                                  (c->capacity.fits ? "" : ", DOES NOT FIT")});
   };
   add_capacity(f.survey.no_gpu ? "free now (CPU memory)" : "free now", f.free_now);
@@ -134,9 +135,9 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
                           "splits",  "noise", "samples", "reference"};
   for (const app::ProbeFacts& p : f.probes) {
     probes_table.rows.push_back(
-        {with_commas(p.context), p.kernel, p.probe_kernel, p.measured ? fixed(p.time_us, 1) : "-",
-         p.measured ? fixed(p.gbps, 1) : "-", std::to_string(p.splits),
-         p.measured ? fixed(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-",
+        {commas_text(p.context), p.kernel, p.probe_kernel, p.measured ? fixed_text(p.time_us, 1) : "-",
+         p.measured ? fixed_text(p.gbps, 1) : "-", std::to_string(p.splits),
+         p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-",
          std::to_string(p.samples), p.reference_ok ? "ok" : "FAILED"});
   }
   probes_table.right_align = {true, false, false, true, true, true, true, true, false};
@@ -145,10 +146,11 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
   decode_table.title = "Decode per token, calibrated on this node (ms/token)";
   decode_table.columns = {"context", "engine path", "measured", "split-KV", "measured", "tok/s (engine)"};
   for (const app::DecodeFacts& d : f.decode) {
-    decode_table.rows.push_back(
-        {with_commas(d.context), fixed(d.engine_path.ms_per_token, 2),
-         d.measured_engine_ms ? fixed(*d.measured_engine_ms, 2) : "", fixed(d.split.ms_per_token, 2),
-         d.measured_split_ms ? fixed(*d.measured_split_ms, 2) : "", fixed(d.engine_path.tok_s, 2)});
+    decode_table.rows.push_back({commas_text(d.context), fixed_text(d.engine_path.ms_per_token, 2),
+                                 d.measured_engine_ms ? fixed_text(*d.measured_engine_ms, 2) : "",
+                                 fixed_text(d.split.ms_per_token, 2),
+                                 d.measured_split_ms ? fixed_text(*d.measured_split_ms, 2) : "",
+                                 fixed_text(d.engine_path.tok_s, 2)});
   }
   decode_table.right_align = std::vector<bool>(decode_table.columns.size(), true);
 

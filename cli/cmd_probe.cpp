@@ -1,5 +1,6 @@
 // kvsight probe: info | bandwidth | attention | sweep. Thin: the work is in
 // probes/ (kvsight/probes/probes.hpp); this file parses flags and renders.
+#include <charconv>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -31,54 +32,32 @@ struct ProbeFlags {
   std::string inject_fault;  // testing only: alloc|kernel|verify[:N] (overrides KVSIGHT_INJECT_FAULT)
 };
 
-// Bytes with a unit (512MiB, 2GiB, 1GB, 4096) or, for --max-mem, a fraction of
-// free device memory (0 < x <= 1).
-std::uint64_t parse_bytes(const std::string& text, const std::string& flag) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InputError(flag, "'" + text + "' is not a size; allowed: e.g. 512MiB, 2GiB, 1GB or a byte count");
-  }
-  const std::string unit = text.substr(used);
-  double scale = 1;
-  if (unit == "KiB")
-    scale = 1024.0;
-  else if (unit == "MiB")
-    scale = 1024.0 * 1024.0;
-  else if (unit == "GiB")
-    scale = 1024.0 * 1024.0 * 1024.0;
-  else if (unit == "KB")
-    scale = 1e3;
-  else if (unit == "MB")
-    scale = 1e6;
-  else if (unit == "GB")
-    scale = 1e9;
-  else if (!unit.empty() && unit != "B") {
-    throw InputError(flag, "'" + text + "' has an unknown unit; allowed: B, KiB, MiB, GiB, KB, MB, GB");
-  }
-  if (!(value >= 0) || value * scale > 1.8e19) throw InputError(flag, "'" + text + "' out of range");
-  return static_cast<std::uint64_t>(value * scale);
-}
-
+// --max-mem: a plain decimal in (0, 1] is a fraction of free device memory; anything
+// else is a byte size in the one grammar (kvsight/counts.hpp parse_byte_size: 2GiB,
+// 512MiB, 4096).
 void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
-  std::size_t used = 0;
-  double value = 0;
+  const bool plain = !text.empty() && text.find_first_not_of("0123456789.") == std::string::npos;
+  if (plain) {
+    double value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error == std::errc() && end == text.data() + text.size() && value > 0 && value <= 1) {
+      options.max_mem_fraction = value;
+      return;
+    }
+  }
   try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    throw InputError("--max-mem", "'" + text +
-                                      "' invalid; allowed: a fraction of free memory in (0, 1] or a size "
-                                      "such as 2GiB");
+    options.max_mem_bytes = parse_byte_size(text, "--max-mem");
+  } catch (const OverflowError&) {
+    throw;
+  } catch (const InputError& e) {
+    const std::string message = e.what();  // "--max-mem: '...' is not a byte size; allowed: ..."
+    throw InputError("--max-mem", message.substr(message.find(": ") + 2) +
+                                      "; or a fraction of free memory in (0, 1] such as 0.5");
   }
-  if (used == text.size() && value > 0 && value <= 1) {
-    options.max_mem_fraction = value;
-    return;
-  }
-  options.max_mem_bytes = parse_bytes(text, "--max-mem");
   options.max_mem_fraction = 0.9;  // an explicit size still leaves a tenth of free memory alone
-  if (options.max_mem_bytes == 0) throw InputError("--max-mem", "must be > 0");
+  if (options.max_mem_bytes == 0)
+    throw InputError("--max-mem",
+                     "is 0; allowed: a fraction of free memory in (0, 1] or a size > 0 such as 2GiB");
 }
 
 void add_shape_options(CLI::App& command, ProbeFlags& flags) {
@@ -151,10 +130,11 @@ void run_info(CliState& state) {
       continue;
     }
     for (const auto& device : backend.devices) {
-      table.rows.push_back({backend.name, backend.status, device.name, device.arch, gib(device.memory_total),
-                            gib(device.memory_free), std::to_string(device.multiprocessors),
-                            fixed(static_cast<double>(device.last_level_cache) / (1024.0 * 1024.0), 1),
-                            fixed(device.clock_mhz, 0), std::to_string(device.wave_size)});
+      table.rows.push_back({backend.name, backend.status, device.name, device.arch,
+                            gib_text(device.memory_total), gib_text(device.memory_free),
+                            std::to_string(device.multiprocessors),
+                            fixed_text(static_cast<double>(device.last_level_cache) / (1024.0 * 1024.0), 1),
+                            fixed_text(device.clock_mhz, 0), std::to_string(device.wave_size)});
     }
   }
   std::string text = render_table(table, state.format());
@@ -173,19 +153,20 @@ void run_info(CliState& state) {
 void run_bandwidth(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
   apply_inject_fault(flags);
-  const auto result = kp::run_bandwidth(flags.backend, parse_bytes(flags.bytes, "--bytes"), flags.options);
+  const auto result =
+      kp::run_bandwidth(flags.backend, parse_byte_size(flags.bytes, "--bytes"), flags.options);
   if (state.format() == Format::json) {
     emit(state, render_json(result));
     return;
   }
   Table table;
   table.title = "Bandwidth on " + result.device + " (" + result.backend + "), buffer " +
-                with_commas(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
+                commas_text(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
   table.columns = {"kernel", "bytes", "median us", "p10 us", "p90 us", "spread", "GB/s", "check"};
   table.right_align = {false, true, true, true, true, true, true, false};
   const auto row = [&](const std::string& name, std::uint64_t bytes, const kp::Timing& t, double gbps) {
-    table.rows.push_back({name, with_commas(bytes), fixed(t.median_us, 1), fixed(t.p10_us, 1),
-                          fixed(t.p90_us, 1), fixed(t.spread, 3), fixed(gbps, 2),
+    table.rows.push_back({name, commas_text(bytes), fixed_text(t.median_us, 1), fixed_text(t.p10_us, 1),
+                          fixed_text(t.p90_us, 1), fixed_text(t.spread, 3), fixed_text(gbps, 2),
                           point_status(result.correct)});
   };
   row("read", result.read_bytes, result.read, result.read_gbps);
@@ -210,21 +191,21 @@ void run_attention(CliState& state, ProbeFlags& flags) {
   report.sections.push_back(
       {"shape",
        {{"shape", shape_text(result.shape), ""},
-        {"context", with_commas(p.context), "tokens per sequence"},
+        {"context", commas_text(p.context), "tokens per sequence"},
         {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
   report.sections.push_back(
       {"timing",
-       {{"time", fixed(p.time_us, 2) + " us",
+       {{"time", fixed_text(p.time_us, 2) + " us",
          "median of " + std::to_string(result.repeats) + " runs after " + std::to_string(result.warmup) +
              " warm-up"},
-        {"spread", fixed(p.spread, 3), "(p90 - p10) / median"},
-        {"bytes", with_commas(p.bytes), "K+V for the context + block table + seq lens + q + out"},
-        {"bandwidth", fixed(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
+        {"spread", fixed_text(p.spread, 3), "(p90 - p10) / median"},
+        {"bytes", commas_text(p.bytes), "K+V for the context + block table + seq lens + q + out"},
+        {"bandwidth", fixed_text(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
         {"input sets", std::to_string(p.buffer_sets), "rotated between runs"}}});
   report.sections.push_back({"check",
                              {{"reference", point_status(p.correct), "float64 on the same inputs"},
-                              {"max relative error", fixed(p.max_error * 1e6, 3) + "e-6",
-                               "bound " + fixed(p.error_bound * 1e6, 1) + "e-6"}}});
+                              {"max relative error", fixed_text(p.max_error * 1e6, 3) + "e-6",
+                               "bound " + fixed_text(p.error_bound * 1e6, 1) + "e-6"}}});
   emit(state, render_report(report, state.format()));
 }
 
@@ -279,16 +260,16 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
   table.right_align.assign(table.columns.size(), true);
   table.right_align.back() = false;
   for (std::size_t i = 0; i < contexts.size(); ++i) {
-    std::vector<std::string> row = {with_commas(contexts[i])};
+    std::vector<std::string> row = {commas_text(contexts[i])};
     bool correct = true;
     for (const auto& result : results) {
       const auto& p = result.points[i];
-      row.push_back(fixed(p.time_us, 1));
-      row.push_back(fixed(p.gbps, 2));
+      row.push_back(fixed_text(p.time_us, 1));
+      row.push_back(fixed_text(p.gbps, 2));
       if (result.kernel == "splitkv") row.push_back(std::to_string(p.splits));
       correct = correct && p.correct;
     }
-    row.push_back(with_commas(results.front().points[i].bytes));
+    row.push_back(commas_text(results.front().points[i].bytes));
     row.push_back(point_status(correct));
     table.rows.push_back(row);
   }
@@ -297,8 +278,8 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     std::ostringstream footer;
     for (const auto& result : results) {
       footer << "\n"
-             << result.kernel << ": slope " << fixed(result.slope_us_per_token, 4)
-             << " us per context token (least squares), growth " << fixed(result.growth, 2)
+             << result.kernel << ": slope " << fixed_text(result.slope_us_per_token, 4)
+             << " us per context token (least squares), growth " << fixed_text(result.growth, 2)
              << "x (last / first time)\n";
     }
     text += footer.str();

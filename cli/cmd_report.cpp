@@ -18,7 +18,7 @@ nlohmann::json json_or_null(const std::optional<std::uint64_t>& v) {
 }
 
 std::string merge_number(const std::optional<double>& v, double scale, int digits) {
-  return v ? fixed(*v / scale, digits) : "-";
+  return v ? fixed_text(*v / scale, digits) : "-";
 }
 
 void run_merge(const std::string& directory, CliState& state) {
@@ -103,17 +103,17 @@ void run_merge(const std::string& directory, CliState& state) {
       table.rows.push_back({n.host, n.device, n.driver_version,
                             n.memory_free_bytes ? std::to_string(*n.memory_free_bytes) : "",
                             std::to_string(n.memory_used_by_others_bytes),
-                            n.bandwidth_bytes_per_s ? fixed(*n.bandwidth_bytes_per_s, 0) : "",
-                            n.decode_engine_path_us ? fixed(*n.decode_engine_path_us, 3) : "",
-                            n.decode_split_us ? fixed(*n.decode_split_us, 3) : "",
-                            n.max_concurrency ? fixed(*n.max_concurrency, 4) : "", n.verdict,
+                            n.bandwidth_bytes_per_s ? fixed_text(*n.bandwidth_bytes_per_s, 0) : "",
+                            n.decode_engine_path_us ? fixed_text(*n.decode_engine_path_us, 3) : "",
+                            n.decode_split_us ? fixed_text(*n.decode_split_us, 3) : "",
+                            n.max_concurrency ? fixed_text(*n.max_concurrency, 4) : "", n.verdict,
                             n.exit_code ? std::to_string(*n.exit_code) : "", reasons});
     } else {
       const std::optional<double> free =
           n.memory_free_bytes ? std::optional<double>(static_cast<double>(*n.memory_free_bytes))
                               : std::nullopt;
       table.rows.push_back({n.host, n.device, n.driver_version, merge_number(free, kGiB, 2),
-                            fixed(static_cast<double>(n.memory_used_by_others_bytes) / kGiB, 2),
+                            fixed_text(static_cast<double>(n.memory_used_by_others_bytes) / kGiB, 2),
                             merge_number(n.bandwidth_bytes_per_s, 1e9, 1),
                             merge_number(n.decode_engine_path_us, 1, 1),
                             merge_number(n.decode_split_us, 1, 1), merge_number(n.max_concurrency, 1, 2),

@@ -1,5 +1,4 @@
-// Rendering of Tables and Reports in table / csv / markdown form, and number
-// formatting shared by every command.
+// Rendering of Tables and Reports in table / csv / markdown form.
 #include "output.hpp"
 
 #include <algorithm>
@@ -18,26 +17,6 @@ Format parse_format(const std::string& text) {
   if (text == "markdown" || text == "md") return Format::markdown;
   throw InputError("--format", "'" + text + "' is not a format; allowed: table, json, csv, markdown");
 }
-
-std::string with_commas(std::uint64_t value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  const auto n = digits.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    out += digits[i];
-    const auto left = n - 1 - i;
-    if (left > 0 && left % 3 == 0) out += ',';
-  }
-  return out;
-}
-
-std::string fixed(double value, int digits) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
-  return buffer;
-}
-
-std::string gib(std::uint64_t bytes, int digits) { return fixed(to_gib(bytes), digits) + " GiB"; }
 
 namespace {
 
@@ -153,7 +132,8 @@ std::string render_report(const Report& report, Format format) {
     for (const auto& line : report.footer) out << "- " << markdown_cell(line) << "\n";
     return out.str();
   }
-  // Terminal: keys aligned, values right-aligned in one column, notes after.
+  // Terminal: keys left-aligned in one column, values in the next (right-aligned unless
+  // values_left), notes after.
   std::size_t key_width = 0, value_width = 0;
   for (const auto& section : report.sections)
     for (const auto& row : section.rows) {
@@ -164,7 +144,9 @@ std::string render_report(const Report& report, Format format) {
   for (const auto& section : report.sections) {
     out << "\n" << section.title << "\n";
     for (const auto& row : section.rows) {
-      out << "  " << pad(row.key, key_width, false) << "  " << pad(row.value, value_width, true);
+      // A left-aligned value with no note is not padded: no trailing spaces.
+      const std::size_t width = report.values_left && row.note.empty() ? 0 : value_width;
+      out << "  " << pad(row.key, key_width, false) << "  " << pad(row.value, width, !report.values_left);
       if (!row.note.empty()) out << "  " << row.note;
       out << "\n";
     }

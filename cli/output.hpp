@@ -1,10 +1,14 @@
 #pragma once
 // Output in the four formats every command offers: table (aligned, for a
 // terminal), json, csv (RFC 4180), markdown. Commands build a Report (sections of
-// key/value rows) or a Table (rows x columns) plus a JSON object.
+// key/value rows) or a Table (rows x columns) plus a JSON object. Numbers are
+// formatted by kvsight/number_text.hpp (commas_text, fixed_text, gib_text), the one
+// formatter of each kind for every layer.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::cli {
 
@@ -32,15 +36,14 @@ struct Report {
   std::string title;
   std::vector<ReportSection> sections;
   std::vector<std::string> footer;  // notes, warnings, log lines
+  // Terminal layout: labels left-aligned in one column, values in the next, notes after.
+  // Values are right-aligned (figures: their digits line up) unless values_left, for a
+  // report whose values are words (preflight: device names, verdict codes).
+  bool values_left = false;
 };
 
 std::string render_table(const Table& table, Format format);
 std::string render_report(const Report& report, Format format);
 std::string render_json(const nlohmann::json& value);
-
-// Number formatting shared by every command.
-std::string with_commas(std::uint64_t value);       // 4,831,838,208
-std::string gib(std::uint64_t bytes, int digits = 2);  // "4.50 GiB"
-std::string fixed(double value, int digits);
 
 }  // namespace kvsight::cli

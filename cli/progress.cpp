@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "kvsight/number_text.hpp"
+
 namespace kvsight::cli {
 
 Progress::Progress(std::string label, bool enabled)
@@ -13,9 +15,8 @@ Progress::Progress(std::string label, bool enabled)
 
 std::string Progress::line(const std::string& label, int step, int total, double elapsed_s,
                            const std::string& what, const std::string& figure) {
-  char elapsed[32];
   // Tenths of a second: finer is noise for a human watching a run.
-  std::snprintf(elapsed, sizeof elapsed, "%.1f s", elapsed_s);
+  const std::string elapsed = fixed_text(elapsed_s, 1) + " s";
   return label + ": point " + std::to_string(step) + " of " + std::to_string(total) + " (" + elapsed +
          "): " + what + (figure.empty() ? "" : ": " + figure);
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kvsight/error.hpp"
+#include "kvsight/number_text.hpp"
 #include "output_file.hpp"
 
 namespace kvsight::cli {
@@ -32,11 +33,7 @@ std::string escape(const std::string& text) {
   return out;
 }
 
-std::string num(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  return buffer;
-}
+std::string num(double value) { return fixed_text(value, 2); }
 
 // A "nice" tick step (1, 2, 5 x 10^k) giving about `count` ticks over span.
 double nice_step(double span, int count) {

@@ -1,4 +1,4 @@
-// kvsight/number_text.hpp: the formatter the use cases and the decode model print with.
+// kvsight/number_text.hpp: the formatter the CLI, the use cases and the decode model print with.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -22,6 +22,26 @@ TEST(NumberText, HugeValuesPrintWholeNotCut) {
   // far beyond any fixed buffer; a cut would be a silently wrong number in a message.
   EXPECT_EQ(fixed_text(1e300, 0).size(), 301u);
   EXPECT_EQ(fixed_text(1e300, 2).size(), 304u);  // + ".00"
+}
+
+TEST(NumberText, CommasEveryThreeDigitsFromTheRight) {
+  EXPECT_EQ(commas_text(0), "0");
+  EXPECT_EQ(commas_text(999), "999");     // three digits: no separator
+  EXPECT_EQ(commas_text(1000), "1,000");  // four: one
+  EXPECT_EQ(commas_text(131072), "131,072");
+  EXPECT_EQ(commas_text(4831838208ull), "4,831,838,208");
+  // 2^64 - 1 = 18446744073709551615: 20 digits, 6 separators.
+  EXPECT_EQ(commas_text(18446744073709551615ull), "18,446,744,073,709,551,615");
+}
+
+TEST(NumberText, RoundTripIsTheShortestExactDecimal) {
+  EXPECT_EQ(round_trip_text(356.664), "356.664");
+  EXPECT_EQ(round_trip_text(0.1), "0.1");  // not 0.1000000000000000055511151231257827
+  EXPECT_EQ(round_trip_text(2.0), "2");    // no trailing ".0"
+  EXPECT_EQ(round_trip_text(-4.25), "-4.25");
+  // 1/3 needs 17 significant digits to read back as the same double.
+  EXPECT_EQ(std::stod(round_trip_text(1.0 / 3.0)), 1.0 / 3.0);
+  EXPECT_EQ(round_trip_text(1.0 / 3.0), "0.3333333333333333");
 }
 
 }  // namespace

@@ -71,7 +71,7 @@ struct CliFault {
 // session allocates K, V, q, block tables, seq lens (4 bytes x batch 1), out
 // (batch 1 x 4 Q heads x 128 x 4 bytes = 2048), in that order; the relative
 // error bound at context 512 is 16 x 2^-24 x sqrt(512 + 128) = 16 x 25.30 /
-// 16777216 = 0.000024 (probes.cpp error_bound).
+// 16777216 = 0.000024 (probes/src/shape.cpp error_bound).
 const std::vector<CliFault> kCliFaults = {
     {"attention",
      "alloc",

@@ -113,6 +113,27 @@ bool is_verification_failure(const std::string& message) {
   return message.find("failed verification") != std::string::npos;
 }
 
+// The probe sweeps as the decode model's calibration input (kvsight/calibration.hpp),
+// typed: no JSON in-process. Sweeps other than nosplit and splitkv are not read.
+Calibration calibration_of(const std::vector<probes::SweepResult>& sweeps, const std::string& origin) {
+  Calibration calibration;
+  calibration.origin = origin;
+  for (const probes::SweepResult& sweep : sweeps) {
+    if (sweep.kernel != "nosplit" && sweep.kernel != "splitkv") continue;
+    CalibrationSweep typed;
+    typed.where = sweep.kernel;
+    typed.backend = sweep.backend;
+    typed.device = sweep.device;
+    typed.head_dim = sweep.shape.head_dim;
+    typed.kv_heads = sweep.shape.kv_heads;
+    typed.dtype = sweep.shape.dtype;
+    typed.ctas_per_multiprocessor = sweep.ctas_per_multiprocessor;
+    for (const probes::ProbePoint& p : sweep.points) typed.points.push_back({p.context, p.time_us, p.gbps});
+    (sweep.kernel == "nosplit" ? calibration.nosplit : calibration.splitkv) = std::move(typed);
+  }
+  return calibration;
+}
+
 }  // namespace
 
 const GpuSpec* match_catalog(const probes::DeviceRecord& device) {
@@ -360,18 +381,10 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
       decode_options.bandwidth_efficiency = 1.0;  // the measured figure is already achieved, not peak
     }
     if (sweeps.size() == 2 && sweeps[0].points.size() >= 2) {
-      for (probes::SweepResult& s : sweeps) {
-        std::vector<double> x, y;
-        for (const probes::ProbePoint& p : s.points) {
-          x.push_back(static_cast<double>(p.context));
-          y.push_back(p.time_us);
-        }
-        s.slope_us_per_token = probes::least_squares_slope(x, y);
-        s.growth = y.front() > 0 ? y.back() / y.front() : 0.0;
-      }
       try {
+        // The probe results reach the decode model as typed structs (kvsight/calibration.hpp).
         decode_options.calibration =
-            calibration_from_probe_json(nlohmann::json(sweeps).dump(), "this node's probes", decode_spec);
+            fit_calibration(calibration_of(sweeps, "this node's probes"), decode_spec);
       } catch (const InputError& e) {
         out.notes.push_back(std::string("the probes did not give a calibration (") + e.what() +
                             "); decode uses the catalog's");

@@ -2,7 +2,7 @@
 // The backend interface (BabelStream-style: one abstract class, one
 // implementation per programming model). A backend owns device memory and runs
 // the kernels; the host logic (data, rotation, timing statistics, reference
-// check) lives once in probes.cpp.
+// check) lives once in session.cpp, statistics.cpp, sweeps.cpp and bandwidth.cpp.
 #include <cstdint>
 #include <memory>
 #include <string>

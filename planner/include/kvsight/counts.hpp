@@ -22,6 +22,19 @@ std::uint64_t parse_count_in(std::string_view text, std::string_view field, std:
 std::vector<std::uint64_t> parse_count_list(std::string_view text, std::string_view field, std::uint64_t min,
                                             std::uint64_t max);
 
+// The one grammar for byte sizes typed by a user (probe --bytes, --max-mem): decimal
+// digits, optionally a fraction (".5"), optionally one unit right after them: B; KiB,
+// MiB, GiB, TiB (x 2^10, 2^20, 2^30, 2^40); KB, MB, GB, TB (x 10^3 .. 10^12). "512MiB",
+// "1.5GiB", "4096". A fraction of a byte is dropped (rounded down to whole bytes). A
+// sign, an exponent, hex (floats), inf, nan, spaces, an empty value, more than 18
+// fraction digits and anything beyond 2^64 - 1 bytes are refused: std::stod would read
+// "0x1p4" as 16, "1e3" as 1000 and "-0" or "nan" as numbers.
+std::uint64_t parse_byte_size(std::string_view text, std::string_view field);
+
+// The same grammar without a unit, counting GiB (2^30 bytes): "80", "23.5"
+// (--gpu-mem-gib); returns bytes, rounded down.
+std::uint64_t parse_gib(std::string_view text, std::string_view field);
+
 // A finite decimal number (no nan, inf, hex floats), min <= value <= max; `allowed`
 // says the range in words for the message ("a fraction in (0, 1]").
 double parse_number_in(std::string_view text, std::string_view field, double min, double max,

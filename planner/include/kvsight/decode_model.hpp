@@ -17,27 +17,12 @@
 #include <vector>
 
 #include "kvsight/budget.hpp"
+#include "kvsight/calibration.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
 
 namespace kvsight {
-
-// Per-device kernel constants.
-struct KernelCalibration {
-  std::string source;                     // where every number below comes from
-  double call_overhead_us = 0;            // t0: per-call time at zero context (launch + fixed work)
-  double per_program_gbps = 0;            // streaming rate of ONE program of the no-split kernel, GB/s (1e9)
-  double achieved_bandwidth_gbps = 0;     // what a kernel that fills the device reaches, GB/s
-  double reduce_us = 0;                   // split-KV reduce per call
-  std::uint32_t concurrent_programs = 0;  // programs the device runs at once (one per CU/SM)
-  // Split-kernel programs one CU/SM holds, the split planner's occupancy input
-  // (kvsight/split_plan.hpp). 2: PR #45916 targets 2 x the multiprocessor count
-  // (reference in docs/reference/kernels.md); a probe sweep carries its kernel's own.
-  std::uint32_t ctas_per_multiprocessor = 2;
-  // The measured shape the per-program rate came from (bytes per token per program).
-  double calibrated_bytes_per_token_per_program = 0;
-};
 
 // The attention shape of one group of identical layers on one rank.
 struct DecodeLayerGroup {
@@ -103,11 +88,7 @@ DecodeCurve predict_decode(const DecodeScenario& scenario, const std::vector<std
 // for 2 programs of head_dim 256 bf16); other devices scale it by bandwidth per CU.
 KernelCalibration default_calibration(const GpuSpec& gpu);
 
-// Reads `kvsight probe sweep --format json` output (one sweep, or an object/array
-// holding several: the "nosplit" one gives t0 and the per-program rate). Throws
-// InputError("--calibration", ...) naming what is missing.
-KernelCalibration calibration_from_probe_json(const std::string& json_text, const std::string& origin,
-                                              const GpuSpec& gpu);
+// Calibration from probe sweeps (typed, or read from a file): kvsight/calibration.hpp.
 
 struct DecodeModelOptions {
   std::optional<double> baseline_ms;  // measured non-attention time per step

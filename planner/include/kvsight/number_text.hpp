@@ -1,8 +1,9 @@
 #pragma once
-// Numbers as the messages and reports print them, one definition for the use cases and
-// the planner (app/, planner/src/decode/): fixed digits, and bytes as GiB (2^30 B, the
-// unit every kvsight figure uses unless it says otherwise). cli/output.hpp renders with
-// the same rules for the terminal.
+// Numbers as the messages and reports print them, one definition for the CLI, the use
+// cases and the planner (cli/, app/, planner/src/decode/): fixed digits, thousands
+// separators, and bytes as GiB (2^30 B, the unit every kvsight figure uses unless it
+// says otherwise).
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +26,15 @@ inline std::string fixed_text(double value, int digits) {
 // 4831838208 -> "4.50 GiB".
 inline std::string gib_text(std::uint64_t bytes, int digits = 2) {
   return fixed_text(static_cast<double>(bytes) / 1073741824.0, digits) + " GiB";
+}
+
+// A raw number for CSV and other machine-read text: the shortest decimal that reads back
+// as the same double (std::to_chars), never a locale's comma: 356.664 -> "356.664",
+// 1e-7 -> "1e-07".
+inline std::string round_trip_text(double value) {
+  char buffer[32];  // the longest shortest form of a double is 24 characters
+  const auto [end, error] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return error == std::errc() ? std::string(buffer, end) : "?";
 }
 
 // 4831838208 -> "4,831,838,208": Python's f"{n:,}", as the engines' logs print counts

@@ -4,12 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
-#include "kvsight/input_file.hpp"
 #include "kvsight/least_squares.hpp"
 #include "kvsight/number_text.hpp"
 #include "kvsight/split_plan.hpp"
@@ -202,188 +199,28 @@ DecodeScenario vllm_50264_scenario() {
   return s;
 }
 
-namespace {
-
-// Limits on what a calibration file may claim (issue #14 item 4; docs/reliability.md).
-// Contexts: the probes' own range (probes/src/probes.cpp kMaxContext = 2^24, int32
-// block-table indices), so a file can only hold contexts a probe could have run.
-constexpr double kMaxCalibrationContext = 16777216.0;
-// Times: one decode attention call over 1000 s (1e9 us) is not a measurement.
-constexpr double kMaxCalibrationTimeUs = 1e9;
-// Bandwidth: the fastest GPU in the catalog (planner/data/gpus.json) is b200 at
-// 7,700 GB/s; 100,000 GB/s is 13x that, so a larger figure (gbps: 1e300) is a unit
-// slip or a forged file, never a measurement.
-constexpr double kMaxCalibrationGbps = 100000.0;
-// Shapes: head_dim and KV heads of any model the planner reads are far below this.
-constexpr double kMaxCalibrationShape = 65536.0;
-
-// What a value is, for a message: a number is printed (it is one token), anything
-// else only by its type name, never dump()ed (an untrusted value may be huge or deep).
-std::string describe(const nlohmann::json& value) {
-  if (value.is_number()) return value.dump();
-  return std::string("a ") + value.type_name();
-}
-
-// A short printable copy of an untrusted string (backend/device names end up in
-// tables and in the source line): at most 64 characters, controls replaced by '?'.
-std::string printable(const nlohmann::json& value) {
-  if (!value.is_string()) return "?";
-  std::string text = value.get<std::string>().substr(0, 64);
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return text.empty() ? "?" : text;
-}
-
-class CalibrationReader {
- public:
-  explicit CalibrationReader(const std::string& origin) : origin_(origin) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw InputError("--calibration", "'" + origin_ + "': " + key + " " + what);
-  }
-
-  // A number at node[key] (node an object), present, finite and in [low, high].
-  double number(const nlohmann::json& node, const std::string& where, const char* key, double low,
-                double high, const std::string& allowed) const {
-    const std::string name = where + "." + key;
-    const auto it = node.find(key);
-    if (it == node.end()) fail(name, "is missing; allowed: " + allowed);
-    if (!it->is_number()) fail(name, "is " + describe(*it) + "; allowed: " + allowed);
-    const double value = it->get<double>();
-    if (!std::isfinite(value) || value < low || value > high)
-      fail(name, "is " + describe(*it) + "; allowed: " + allowed);
-    return value;
-  }
-
-  // As number(), and a whole number.
-  double count(const nlohmann::json& node, const std::string& where, const char* key, double high,
-               const std::string& allowed) const {
-    const double value = number(node, where, key, 1, high, allowed);
-    if (value != std::floor(value))
-      fail(where + "." + key, "is " + describe(node.at(key)) + "; allowed: " + allowed);
-    return value;
-  }
-
-  const nlohmann::json& points(const nlohmann::json& sweep, const std::string& where) const {
-    const auto it = sweep.find("points");
-    if (!it->is_array()) fail(where + ".points", "is " + describe(*it) + "; allowed: an array of points");
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      if (!(*it)[i].is_object())
-        fail(where + ".points[" + std::to_string(i) + "]",
-             "is " + describe((*it)[i]) + "; allowed: an object {context, time_us, ...}");
-    }
-    return *it;
-  }
-
- private:
-  const std::string& origin_;
-};
-
-struct FoundSweep {
-  const nlohmann::json* node;
-  std::string where;  // its path in the file, e.g. sweeps[0] or nosplit
-};
-
-// Every sweep object {kernel, points, ...}, wherever it is nested, in document
-// order. An explicit stack, not recursion: the depth is bounded by the parser
-// (parse_json_input, kMaxJsonDepth) but the walk does not rely on it.
-std::vector<FoundSweep> find_sweeps(const nlohmann::json& root) {
-  std::vector<FoundSweep> found;
-  std::vector<FoundSweep> stack{{&root, "$"}};
-  while (!stack.empty()) {
-    const FoundSweep item = stack.back();
-    stack.pop_back();
-    const nlohmann::json& node = *item.node;
-    std::vector<FoundSweep> children;
-    if (node.is_array()) {
-      for (std::size_t i = 0; i < node.size(); ++i)
-        children.push_back({&node[i], item.where + "[" + std::to_string(i) + "]"});
-    } else if (node.is_object()) {
-      if (node.contains("points") && node.contains("kernel")) {
-        found.push_back(item);
-        continue;
-      }
-      // `probe sweep --format json` keys each kernel's sweep by its name ("nosplit",
-      // "splitkv"); other layouts nest them under "sweeps" / "results": look everywhere.
-      for (const auto& entry : node.items())
-        children.push_back({&entry.value(), item.where + "." + entry.key()});
-    }
-    // Reversed onto the stack, so children are visited in document order.
-    stack.insert(stack.end(), children.rbegin(), children.rend());
-  }
-  return found;
-}
-
-}  // namespace
-
-static KernelCalibration read_calibration_json(const std::string& json_text, const std::string& origin,
-                                               const GpuSpec& gpu) {
-  // Depth-limited, NUL- and trailing-byte-refusing parse (kvsight/input_file.hpp).
-  const nlohmann::json root = parse_json_input(json_text, "--calibration");
-  const CalibrationReader reader(origin);
-  const nlohmann::json* nosplit = nullptr;
-  const nlohmann::json* split = nullptr;
-  std::string nosplit_where, split_where;
-  for (const FoundSweep& sweep : find_sweeps(root)) {
-    const nlohmann::json& kernel = sweep.node->at("kernel");
-    if (!kernel.is_string())
-      reader.fail(sweep.where + ".kernel",
-                  "is " + describe(kernel) + "; allowed: \"nosplit\" or \"splitkv\"");
-    if (kernel == "nosplit" && !nosplit) {
-      nosplit = sweep.node;
-      nosplit_where = sweep.where;
-    }
-    if (kernel == "splitkv" && !split) {
-      split = sweep.node;
-      split_where = sweep.where;
-    }
-  }
-  if (!nosplit) {
+KernelCalibration fit_calibration(const Calibration& calibration, const GpuSpec& gpu) {
+  const std::string& origin = calibration.origin;
+  if (!calibration.nosplit) {
     throw InputError("--calibration",
                      "'" + origin +
                          "' holds no sweep of kernel \"nosplit\" with points[]; run `kvsight probe "
                          "sweep --kernel nosplit --format json`");
   }
-  const auto shape_it = nosplit->find("shape");
-  if (shape_it == nosplit->end() || !shape_it->is_object())
-    reader.fail(nosplit_where + ".shape", shape_it == nosplit->end()
-                                              ? "is missing; allowed: {head_dim, kv_heads, dtype, ...}"
-                                              : "is " + describe(*shape_it) + "; allowed: an object");
-  const nlohmann::json& shape = *shape_it;
-  const std::string shape_where = nosplit_where + ".shape";
-  const double head_dim = reader.count(shape, shape_where, "head_dim", kMaxCalibrationShape,
-                                       "a whole number 1..65536 (the probe's head dimension)");
-  const double kv_heads =
-      reader.count(shape, shape_where, "kv_heads", kMaxCalibrationShape, "a whole number 1..65536");
-  // The probes always write dtype; an older file without it was measured in bf16,
-  // the probes' default (cli/cmd_probe.cpp --dtype).
-  std::string dtype = "bf16";
-  if (const auto it = shape.find("dtype"); it != shape.end()) {
-    if (!it->is_string() || (*it != "bf16" && *it != "fp16" && *it != "fp32"))
-      reader.fail(shape_where + ".dtype", "is " +
-                                              (it->is_string() ? "'" + printable(*it) + "'" : describe(*it)) +
-                                              "; allowed: bf16, fp16, fp32");
-    dtype = it->get<std::string>();
-  }
+  const CalibrationSweep& nosplit = *calibration.nosplit;
   std::vector<double> x, y;
-  const nlohmann::json& nosplit_points = reader.points(*nosplit, nosplit_where);
-  for (std::size_t i = 0; i < nosplit_points.size(); ++i) {
-    const std::string where = nosplit_where + ".points[" + std::to_string(i) + "]";
-    x.push_back(reader.count(nosplit_points[i], where, "context", kMaxCalibrationContext,
-                             "a whole number of tokens 1..16777216"));
-    y.push_back(reader.number(nosplit_points[i], where, "time_us", 0, kMaxCalibrationTimeUs,
-                              "a finite time in microseconds, 0..1e9"));
-    if (!(y.back() > 0)) reader.fail(where + ".time_us", "is 0; allowed: a measured time > 0 microseconds");
+  for (const CalibrationPoint& point : nosplit.points) {
+    x.push_back(static_cast<double>(point.context));
+    y.push_back(point.time_us);
   }
   if (x.size() < 2) {
     throw InputError("--calibration", "'" + origin + "': the nosplit sweep needs at least 2 points, has " +
                                           std::to_string(x.size()));
   }
   if (std::all_of(x.begin(), x.end(), [&x](double c) { return c == x.front(); }))
-    reader.fail(nosplit_where + ".points",
-                "all have context " + fixed_text(x.front(), 0) +
-                    "; allowed: at least two different contexts (a slope needs them)");
+    throw InputError("--calibration", "'" + origin + "': " + nosplit.where + ".points all have context " +
+                                          fixed_text(x.front(), 0) +
+                                          "; allowed: at least two different contexts (a slope needs them)");
   const double slope = least_squares_slope(x, y);
   if (slope <= 0) {
     throw InputError("--calibration", "'" + origin +
@@ -397,8 +234,8 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   }
   mean_x /= static_cast<double>(x.size());
   mean_y /= static_cast<double>(y.size());
-  const double element_bytes = dtype == "fp32" ? 4.0 : 2.0;
-  const double bytes_per_program = 2.0 * head_dim * element_bytes;
+  const double element_bytes = nosplit.dtype == "fp32" ? 4.0 : 2.0;
+  const double bytes_per_program = 2.0 * static_cast<double>(nosplit.head_dim) * element_bytes;
   KernelCalibration c;
   c.call_overhead_us = std::max(0.0, mean_y - slope * mean_x);
   c.per_program_gbps = bytes_per_program / slope / 1000.0;
@@ -406,47 +243,23 @@ static KernelCalibration read_calibration_json(const std::string& json_text, con
   c.concurrent_programs = gpu.multiprocessors > 0 ? gpu.multiprocessors : 1;
   c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
   std::string split_note = "fill-device bandwidth 80% of the catalog peak (assumed)";
-  if (split) {
+  if (calibration.splitkv) {
     double best = 0;
-    const nlohmann::json& split_points = reader.points(*split, split_where);
-    for (std::size_t i = 0; i < split_points.size(); ++i) {
-      const std::string where = split_where + ".points[" + std::to_string(i) + "]";
-      const double gbps = reader.number(split_points[i], where, "gbps", 0, kMaxCalibrationGbps,
-                                        "a finite bandwidth in GB/s, 0..100000");
-      best = std::max(best, gbps);
-    }
+    for (const CalibrationPoint& point : calibration.splitkv->points) best = std::max(best, point.gbps);
     // The probe's own split plan came from its kernel's occupancy: predict with it.
-    const double ctas = split->value("ctas_per_multiprocessor", 0.0);
-    if (ctas >= 1 && ctas <= 1024) c.ctas_per_multiprocessor = static_cast<std::uint32_t>(ctas);
+    if (calibration.splitkv->ctas_per_multiprocessor >= 1)
+      c.ctas_per_multiprocessor = calibration.splitkv->ctas_per_multiprocessor;
     if (best > 0) {
       c.achieved_bandwidth_gbps = best;
       split_note = "fill-device bandwidth " + fixed_text(best, 1) + " GB/s (best splitkv point)";
     }
   }
-  const auto text_at = [&](const char* key) {
-    const auto it = nosplit->find(key);
-    return it == nosplit->end() ? std::string("?") : printable(*it);
-  };
-  c.source = "probe sweep '" + origin + "' (" + text_at("backend") + ", " + text_at("device") +
-             ", nosplit, " + std::to_string(x.size()) + " points, head_dim " + fixed_text(head_dim, 0) +
-             ", " + fixed_text(kv_heads, 0) + " KV heads): slope " + fixed_text(slope, 4) + " us/token -> " +
-             fixed_text(c.per_program_gbps, 3) + " GB/s per program, t0 " +
+  c.source = "probe sweep '" + origin + "' (" + nosplit.backend + ", " + nosplit.device + ", nosplit, " +
+             std::to_string(x.size()) + " points, head_dim " + std::to_string(nosplit.head_dim) + ", " +
+             std::to_string(nosplit.kv_heads) + " KV heads): slope " + fixed_text(slope, 4) +
+             " us/token -> " + fixed_text(c.per_program_gbps, 3) + " GB/s per program, t0 " +
              fixed_text(c.call_overhead_us, 2) + " us; " + split_note;
-  return c;
-}
-
-// Wrong JSON types anywhere in the file (points: [1, 2], head_dim: "128") and
-// numbers that overflow the fit are bad input too (fuzz finding, docs/reliability.md).
-KernelCalibration calibration_from_probe_json(const std::string& json_text, const std::string& origin,
-                                              const GpuSpec& gpu) {
-  KernelCalibration c;
-  try {
-    c = read_calibration_json(json_text, origin, gpu);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError("--calibration",
-                     "'" + origin + "' does not have the layout of `kvsight probe sweep --format json` (" +
-                         std::string(e.what()) + ")");
-  }
+  // Numbers that overflow the fit are bad input too (fuzz finding, docs/reliability.md).
   if (!std::isfinite(c.per_program_gbps) || !(c.per_program_gbps > 0) || !std::isfinite(c.call_overhead_us) ||
       !std::isfinite(c.achieved_bandwidth_gbps) || !(c.achieved_bandwidth_gbps > 0))
     throw InputError("--calibration",

@@ -13,6 +13,34 @@ namespace kvsight {
 namespace {
 
 constexpr const char* kGrammar = "allowed: a non-negative integer, optionally with K or M (x1024)";
+constexpr const char* kByteGrammar =
+    "allowed: decimal digits with an optional fraction and unit B, KiB, MiB, GiB, TiB (x1024) or KB, MB, "
+    "GB, TB (x1000), e.g. 512MiB, 1.5GiB, 4096";
+
+// GCC and Clang's 128-bit integer (__extension__: no -Wpedantic warning), for one exact
+// product below.
+__extension__ typedef unsigned __int128 Wide;
+
+// Scale of a byte-size unit; 0 for an unknown one.
+std::uint64_t byte_unit_scale(std::string_view unit) {
+  struct Unit {
+    std::string_view name;
+    std::uint64_t scale;
+  };
+  static constexpr Unit kUnits[] = {{"", 1},
+                                    {"B", 1},
+                                    {"KiB", 1ull << 10},
+                                    {"MiB", 1ull << 20},
+                                    {"GiB", 1ull << 30},
+                                    {"TiB", 1ull << 40},
+                                    {"KB", 1000ull},
+                                    {"MB", 1000ull * 1000},
+                                    {"GB", 1000ull * 1000 * 1000},
+                                    {"TB", 1000ull * 1000 * 1000 * 1000}};
+  for (const Unit& u : kUnits)
+    if (u.name == unit) return u.scale;
+  return 0;
+}
 
 }  // namespace
 
@@ -73,6 +101,74 @@ std::vector<std::uint64_t> parse_count_list(std::string_view text, std::string_v
     start = comma + 1;
   }
   return out;
+}
+
+namespace {
+
+// The byte-size grammar (kvsight/counts.hpp), in bytes. units: a unit may follow the
+// digits (parse_byte_size); else the digits count `fixed_scale` bytes each (parse_gib).
+std::uint64_t parse_scaled_bytes(std::string_view text, std::string_view field, bool units,
+                                 std::uint64_t fixed_scale, const char* grammar) {
+  const std::string shown(text);
+  const auto refuse = [&](const std::string& why) -> std::uint64_t {
+    throw InputError(std::string(field), "'" + shown + "' is not a " +
+                                             (units ? "byte size" : "number of GiB") + why + "; " + grammar);
+  };
+  const auto digits_from = [&text](std::size_t start) {
+    std::size_t end = start;
+    while (end < text.size() && text[end] >= '0' && text[end] <= '9') ++end;
+    return end;
+  };
+  const std::size_t whole_end = digits_from(0);
+  if (whole_end == 0) return refuse("");
+  std::size_t fraction_begin = whole_end, fraction_end = whole_end;
+  if (whole_end < text.size() && text[whole_end] == '.') {
+    fraction_begin = whole_end + 1;
+    fraction_end = digits_from(fraction_begin);
+    if (fraction_end == fraction_begin) return refuse(" (a '.' needs digits after it)");
+  }
+  const std::string_view unit = text.substr(fraction_end);
+  const std::uint64_t scale = units ? byte_unit_scale(unit) : (unit.empty() ? fixed_scale : 0);
+  if (scale == 0) return refuse(" (unknown unit '" + std::string(unit) + "')");
+  const std::size_t fraction_digits = fraction_end - fraction_begin;
+  // 10^18 < 2^64: the fraction's digits are one exact integer.
+  if (fraction_digits > 18) return refuse(" (more than 18 fraction digits)");
+
+  const auto too_big = [&]() -> std::uint64_t {
+    throw OverflowError(std::string(field),
+                        "'" + shown + "' exceeds 2^64 - 1 bytes (overflows 64 bits); " + grammar);
+  };
+  std::uint64_t whole = 0;
+  const auto parsed = std::from_chars(text.data(), text.data() + whole_end, whole, 10);
+  if (parsed.ec == std::errc::result_out_of_range ||
+      whole > std::numeric_limits<std::uint64_t>::max() / scale)
+    return too_big();
+  std::uint64_t bytes = whole * scale;
+  if (fraction_digits > 0) {
+    std::uint64_t numerator = 0, denominator = 1;
+    std::from_chars(text.data() + fraction_begin, text.data() + fraction_end, numerator, 10);
+    for (std::size_t i = 0; i < fraction_digits; ++i) denominator *= 10;
+    // floor(numerator x scale / denominator): numerator < denominator <= 10^18 and scale
+    // <= 10^12, so the product needs more than 64 bits but fewer than 128.
+    const Wide product = static_cast<Wide>(numerator) * scale;
+    const auto part = static_cast<std::uint64_t>(product / denominator);  // < scale
+    if (part > std::numeric_limits<std::uint64_t>::max() - bytes) return too_big();
+    bytes += part;
+  }
+  return bytes;
+}
+
+}  // namespace
+
+std::uint64_t parse_byte_size(std::string_view text, std::string_view field) {
+  return parse_scaled_bytes(text, field, true, 1, kByteGrammar);
+}
+
+std::uint64_t parse_gib(std::string_view text, std::string_view field) {
+  return parse_scaled_bytes(
+      text, field, false, 1ull << 30,
+      "allowed: decimal digits with an optional fraction, in GiB (2^30 bytes), e.g. 80 or "
+      "23.5");
 }
 
 double parse_number_in(std::string_view text, std::string_view field, double min, double max,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/least_squares.hpp"
 #include "kvsight/probes/stopping_rule.hpp"
 
 namespace kvsight::probes {
@@ -151,13 +152,13 @@ SweepResult run_sweep(const std::string& backend, const std::string& kernel, Att
 std::vector<SweepResult> run_sweeps(const std::string& backend, const std::vector<std::string>& kernels,
                                     AttentionShape shape, const std::vector<std::uint64_t>& contexts,
                                     const ProbeOptions& options);
-// Relative error bound of the reference check at a context (derivation in probes.cpp).
+// Relative error bound of the reference check at a context (derivation in probes/src/shape.cpp).
 double error_bound(const std::string& dtype, std::uint64_t context);
 // bytes: per buffer; 0 = a default far larger than the last-level cache (within max_mem).
 BandwidthResult run_bandwidth(const std::string& backend, std::uint64_t bytes, const ProbeOptions& options);
 
-// Least-squares slope of y against x (0 for fewer than two distinct x).
-double least_squares_slope(const std::vector<double>& x, const std::vector<double>& y);
+// Least-squares slope of y against x: the planner's one fit (kvsight/least_squares.hpp).
+using ::kvsight::least_squares_slope;
 
 void to_json(nlohmann::json& j, const AttentionShape& v);
 void to_json(nlohmann::json& j, const DeviceInfo& v);
