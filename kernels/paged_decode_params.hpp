@@ -17,7 +17,7 @@ constexpr int kThreadsPerProgram = 128;
 // Largest GQA group one program serves (vLLM ROCm custom kernel admits GQA 1..16,
 // vllm/platforms/rocm.py use_rocm_custom_paged_attention).
 constexpr int kMaxGqa = 16;
-// Most splits one call may use: the probe's --splits limit (probes.cpp
+// Most splits one call may use: the probe's --splits limit (probes/src/run_setup.cpp
 // validate_options); the reduce keeps one weight per split in shared memory
 // (4096 x 4 B = 16 KiB, docs/reference/kernels.md).
 constexpr int kMaxSplits = 4096;
