@@ -12,7 +12,8 @@
 #              were a 100 KB config of 50,000 nested arrays and a 60 KB calibration
 #              file, beyond the old 16 KiB cap), FUZZ_NICE (default 0; e.g. 19 for a
 #              long run on a shared machine), FUZZ_RUNS (stop after N executions
-#              instead of SECONDS, e.g. 10000000 for a nightly-length run).
+#              instead of SECONDS, e.g. 10000000 for a nightly-length run), FUZZ_TIMEOUT
+#              (default 5: seconds one input may take; 30 for a long run beside other work).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
@@ -57,7 +58,7 @@ for t in "${TARGETS[@]}"; do
   set +e
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
-    nice -n "$NICE" "$BUILD_DIR/fuzz/fuzz_$t" "${limit[@]}" -timeout=5 -rss_limit_mb=2048 \
+    nice -n "$NICE" "$BUILD_DIR/fuzz/fuzz_$t" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-5}" -rss_limit_mb=2048 \
     -max_len="$MAX_LEN" -dict="fuzz/$t.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
     "$work" "$seeds" >"$log" 2>&1
   rc=$?
