@@ -27,20 +27,23 @@ struct PlanArgs {
   std::string model;
   std::string gpu;
   std::optional<std::string> gpu_mem_gib;  // the one byte-size grammar, in GiB (kvsight/counts.hpp parse_gib)
+  // Overhead overrides, read as strict decimals (parse_number_in): CLI11's own conversion
+  // would take "0x10" and "0x1p4" as 16 (issue #14 item 3).
+  std::optional<std::string> activation_gib, non_torch_gib, cuda_graph_gib, weights_gib;
   EngineOptions engine;
   bool no_warnings = false;
 };
 
-void check_gib(const std::optional<double>& value, const char* flag) {
-  if (value && !(std::isfinite(*value) && *value >= 0.0 && *value < 1.0e9))
-    throw InputError(flag, "is " + fixed_text(*value, 3) + "; allowed: a non-negative number of GiB");
+std::optional<double> overhead_gib(const std::optional<std::string>& text, const char* flag) {
+  if (!text) return std::nullopt;
+  return parse_number_in(*text, flag, 0.0, 1.0e9, "a non-negative decimal number of GiB below 1e9");
 }
 
 void validate(PlanArgs& a) {
-  check_gib(a.engine.overheads.activation_gib, "--activation-gib");
-  check_gib(a.engine.overheads.non_torch_gib, "--non-torch-gib");
-  check_gib(a.engine.overheads.cuda_graph_gib, "--cuda-graph-gib");
-  check_gib(a.engine.overheads.weights_gib, "--weights-gib");
+  a.engine.overheads.activation_gib = overhead_gib(a.activation_gib, "--activation-gib");
+  a.engine.overheads.non_torch_gib = overhead_gib(a.non_torch_gib, "--non-torch-gib");
+  a.engine.overheads.cuda_graph_gib = overhead_gib(a.cuda_graph_gib, "--cuda-graph-gib");
+  a.engine.overheads.weights_gib = overhead_gib(a.weights_gib, "--weights-gib");
   if (a.gpu_mem_gib) {
     const std::uint64_t bytes = parse_gib(*a.gpu_mem_gib, "--gpu-mem-gib");
     // Below 1e7 GiB, as before the grammar was shared: no device is a thousandth of that.
@@ -374,13 +377,13 @@ void add_plan_command(CLI::App& app, CliState& state) {
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
                  1, UINT64_MAX);
-  cmd->add_option("--activation-gib", e.overheads.activation_gib,
+  cmd->add_option("--activation-gib", args->activation_gib,
                   "Override the activation-peak estimate (GiB)");
-  cmd->add_option("--non-torch-gib", e.overheads.non_torch_gib,
+  cmd->add_option("--non-torch-gib", args->non_torch_gib,
                   "Override the non-torch memory estimate (GiB)");
-  cmd->add_option("--cuda-graph-gib", e.overheads.cuda_graph_gib,
+  cmd->add_option("--cuda-graph-gib", args->cuda_graph_gib,
                   "Override the CUDA-graph memory estimate (GiB)");
-  cmd->add_option("--weights-gib", e.overheads.weights_gib, "Override the weights size (GiB, whole model)");
+  cmd->add_option("--weights-gib", args->weights_gib, "Override the weights size (GiB, whole model)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
   add_output_options(*cmd, state);
   cmd->footer(

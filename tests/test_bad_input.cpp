@@ -151,6 +151,12 @@ std::vector<Case> flag_cases() {
       c("empty GPU list entry", {"--gpu", ",h200"}, "--gpu"),
       c("gpu and gpu-mem-gib", {"--gpu", "h200", "--gpu-mem-gib", "80"}, "--gpu-mem-gib"),
       c("negative gpu-mem-gib", {"--gpu-mem-gib", "-3"}, "--gpu-mem-gib"),
+      // Overhead overrides are strict decimals: CLI11 read "0x10" and "0x1p4" as 16.
+      c("hex activation-gib", {"--gpu", "h200", "--activation-gib", "0x10"}, "--activation-gib"),
+      c("hex-float weights-gib", {"--gpu", "h200", "--weights-gib", "0x1p4"}, "--weights-gib"),
+      c("negative non-torch-gib", {"--gpu", "h200", "--non-torch-gib", "-0.5"}, "--non-torch-gib"),
+      c("nan cuda-graph-gib", {"--gpu", "h200", "--cuda-graph-gib", "nan"}, "--cuda-graph-gib"),
+      c("empty activation-gib", {"--gpu", "h200", "--activation-gib", ""}, "--activation-gib"),
       c("utilization 0", {"--gpu", "h200", "--gpu-memory-utilization", "0"}, "--gpu-memory-utilization"),
       c("utilization above 1", {"--gpu", "h200", "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"),
       c("utilization negative", {"--gpu", "h200", "--gpu-memory-utilization", "-0.1"}, "--gpu-memory-utilization"),
