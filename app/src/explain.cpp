@@ -1,5 +1,6 @@
 // The explain use case (kvsight/app/explain.hpp).
 #include "kvsight/app/explain.hpp"
+#include "kvsight/number_text.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -48,11 +49,7 @@ ExplainTerm make_term(std::string name, std::string replay, std::string unit, st
   return t;
 }
 
-std::string two(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f", v);
-  return buffer;
-}
+std::string two(double v) { return fixed_text(v, 2); }
 
 PlanItem replay_plan(const ExplainRequest& request, const EngineOptions& options, const std::string& gpu) {
   PlanRequest plan;
