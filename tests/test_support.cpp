@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 #include <vector>
 
 extern char** environ;
@@ -44,12 +45,37 @@ CliRun run_kvsight(const std::vector<std::string>& args) {
   return run;
 }
 
+namespace {
+// Every directory temp_dir made, removed when the test process exits, so a test
+// run leaves nothing in /tmp (thousands of runs had left thousands of them).
+// Errors are ignored: a test may have made a file unreadable on purpose.
+struct TempDirRegistry {
+  std::vector<std::filesystem::path> paths;
+  TempDirRegistry() = default;
+  TempDirRegistry(const TempDirRegistry&) = delete;
+  TempDirRegistry& operator=(const TempDirRegistry&) = delete;
+  ~TempDirRegistry() {
+    for (const auto& p : paths) {
+      std::error_code ec;
+      std::filesystem::permissions(p, std::filesystem::perms::owner_all, std::filesystem::perm_options::add,
+                                   ec);
+      std::filesystem::remove_all(p, ec);
+    }
+  }
+};
+TempDirRegistry& temp_dirs() {
+  static TempDirRegistry registry;
+  return registry;
+}
+}  // namespace
+
 std::string temp_dir(const std::string& name) {
   static int counter = 0;
   auto path = std::filesystem::temp_directory_path() /
               ("kvsight-test-" + std::to_string(::getpid()) + "-" + name + "-" + std::to_string(counter++));
   std::filesystem::remove_all(path);
   std::filesystem::create_directories(path);
+  temp_dirs().paths.push_back(path);
   return path.string();
 }
 
