@@ -29,7 +29,7 @@ struct PlanArgs {
   std::optional<std::string> gpu_mem_gib;  // the one byte-size grammar, in GiB (kvsight/counts.hpp parse_gib)
   // Overhead overrides, read as strict decimals (parse_number_in): CLI11's own conversion
   // would take "0x10" and "0x1p4" as 16 (issue #14 item 3).
-  std::optional<std::string> activation_gib, non_torch_gib, cuda_graph_gib, weights_gib;
+  std::optional<std::string> activation_gib, non_torch_gib, cuda_graph_gib, weights_gib, kv_transfer_gib;
   EngineOptions engine;
   bool no_warnings = false;
 };
@@ -44,6 +44,7 @@ void validate(PlanArgs& a) {
   a.engine.overheads.non_torch_gib = overhead_gib(a.non_torch_gib, "--non-torch-gib");
   a.engine.overheads.cuda_graph_gib = overhead_gib(a.cuda_graph_gib, "--cuda-graph-gib");
   a.engine.overheads.weights_gib = overhead_gib(a.weights_gib, "--weights-gib");
+  a.engine.overheads.kv_transfer_gib = overhead_gib(a.kv_transfer_gib, "--kv-transfer-gib");
   if (a.gpu_mem_gib) {
     const std::uint64_t bytes = parse_gib(*a.gpu_mem_gib, "--gpu-mem-gib");
     // Below 1e7 GiB, as before the grammar was shared: no device is a thousandth of that.
@@ -61,7 +62,8 @@ nlohmann::json checks_json(const std::vector<StartupCheck>& checks) {
   return out;
 }
 
-nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r, const EngineOptions& o) {
+nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r,
+                       const EngineOptions& o) {
   nlohmann::json j;
   j["model"] = {{"id", model.id}, {"name", model.display_name}, {"source", model.source}};
   if (gpu)
@@ -83,9 +85,12 @@ nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanRes
              {"batch", r.kv.batch},
              {"kv_cache_dtype", o.kv_cache_dtype},
              {"per_rank", true}};
-  j["weights"] = {{"params", r.weights.params},           {"bytes", r.weights.bytes},
-                  {"bytes_per_rank", r.weights.bytes_per_rank}, {"bits_per_weight", r.weights.bits_per_weight},
-                  {"exact", r.weights.exact},             {"method", r.weights.method}};
+  j["weights"] = {{"params", r.weights.params},
+                  {"bytes", r.weights.bytes},
+                  {"bytes_per_rank", r.weights.bytes_per_rank},
+                  {"bits_per_weight", r.weights.bits_per_weight},
+                  {"exact", r.weights.exact},
+                  {"method", r.weights.method}};
   if (r.capacity) {
     const Capacity& c = *r.capacity;
     j["capacity"] = {{"gpu_memory_bytes", c.gpu_memory_bytes},
@@ -105,7 +110,8 @@ nlohmann::json to_json(const ModelSpec& model, const GpuSpec* gpu, const PlanRes
   }
   j["engine_log"] = r.engine_log;
   auto& assumptions = j["assumptions"] = nlohmann::json::array();
-  for (const auto& a : r.assumptions) assumptions.push_back({{"name", a.name}, {"value", a.value}, {"why", a.why}});
+  for (const auto& a : r.assumptions)
+    assumptions.push_back({{"name", a.name}, {"value", a.value}, {"why", a.why}});
   j["notes"] = r.notes;
   j["warnings"] = r.warnings;
   return j;
@@ -121,7 +127,8 @@ std::string bytes_cell(std::uint64_t bytes) {
     unit = fixed_text(b / (1 << 20), 2) + " MiB";
   else if (bytes >= 1024)
     unit = fixed_text(b / 1024, 2) + " KiB";
-  else return commas_text(bytes) + " B";
+  else
+    return commas_text(bytes) + " B";
   return commas_text(bytes) + " B (" + unit + ")";
 }
 
@@ -135,16 +142,21 @@ Report to_report(const ModelSpec& model, const GpuSpec* gpu, const PlanResult& r
   const bool per_rank = o.tp > 1 || o.pp > 1;
   const std::string rank_note = per_rank ? "per GPU rank" : "";
 
-  ReportSection kv{"KV cache (" + (o.kv_cache_dtype == "auto" ? model.dtype + ", auto" : o.kv_cache_dtype) + ")", {}};
+  ReportSection kv{
+      "KV cache (" + (o.kv_cache_dtype == "auto" ? model.dtype + ", auto" : o.kv_cache_dtype) + ")", {}};
   kv.rows.push_back({"per token (grows with context)", bytes_cell(r.kv.bytes_per_token),
-                     r.kv.bytes_per_token == r.kv.bytes_per_token_all_layers ? rank_note : "full-attention layers; " + rank_note});
+                     r.kv.bytes_per_token == r.kv.bytes_per_token_all_layers
+                         ? rank_note
+                         : "full-attention layers; " + rank_note});
   if (r.kv.bytes_per_token_all_layers != r.kv.bytes_per_token)
-    kv.rows.push_back({"per token, all layers", bytes_cell(r.kv.bytes_per_token_all_layers), "until windows fill"});
+    kv.rows.push_back(
+        {"per token, all layers", bytes_cell(r.kv.bytes_per_token_all_layers), "until windows fill"});
   if (r.kv.state_bytes_per_sequence > 0)
-    kv.rows.push_back({"recurrent state per sequence", bytes_cell(r.kv.state_bytes_per_sequence), "constant"});
+    kv.rows.push_back(
+        {"recurrent state per sequence", bytes_cell(r.kv.state_bytes_per_sequence), "constant"});
   kv.rows.push_back({"block size", std::to_string(r.kv.block_size) + " tokens", ""});
-  kv.rows.push_back({"per sequence at " + commas_text(r.kv.context) + " tokens", bytes_cell(r.kv.bytes_per_sequence),
-                     commas_text(r.kv.blocks_per_sequence) + " blocks"});
+  kv.rows.push_back({"per sequence at " + commas_text(r.kv.context) + " tokens",
+                     bytes_cell(r.kv.bytes_per_sequence), commas_text(r.kv.blocks_per_sequence) + " blocks"});
   kv.rows.push_back({"per batch of " + commas_text(r.kv.batch), bytes_cell(r.kv.bytes_per_batch), ""});
   rep.sections.push_back(kv);
 
@@ -278,13 +290,22 @@ void run_plan(PlanArgs args, CliState& state) {
   const bool csv = format == Format::csv;
   // CSV: raw numbers, units in the column names; table/markdown: readable figures.
   if (csv) {
-    table.columns = {"model",          "gpu",          "kv_bytes_per_token", "kv_bytes_per_sequence",
-                     "weights_bytes_per_rank", "available_kv_bytes", "num_blocks", "kv_tokens",
-                     "max_model_len_tokens", "max_concurrency", "fits", "largest_max_model_len_tokens",
+    table.columns = {"model",
+                     "gpu",
+                     "kv_bytes_per_token",
+                     "kv_bytes_per_sequence",
+                     "weights_bytes_per_rank",
+                     "available_kv_bytes",
+                     "num_blocks",
+                     "kv_tokens",
+                     "max_model_len_tokens",
+                     "max_concurrency",
+                     "fits",
+                     "largest_max_model_len_tokens",
                      "warnings"};
   } else {
-    table.columns = {"model",     "gpu",       "KV B/token",    "KV/seq GiB", "weights GiB", "KV avail GiB",
-                     "blocks",    "KV tokens", "max_model_len", "max conc",   "largest len"};
+    table.columns = {"model",  "gpu",       "KV B/token",    "KV/seq GiB", "weights GiB", "KV avail GiB",
+                     "blocks", "KV tokens", "max_model_len", "max conc",   "largest len"};
     table.right_align = {false, false, true, true, true, true, true, true, true, true, true};
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -301,12 +322,14 @@ void run_plan(PlanArgs args, CliState& state) {
       continue;
     }
     const std::string gpu_id = gpu ? gpu->id : "-";
-    for (const std::string& w : r.warnings) footer.push_back("WARNING " + item.model.id + " on " + gpu_id + ": " + w);
+    for (const std::string& w : r.warnings)
+      footer.push_back("WARNING " + item.model.id + " on " + gpu_id + ": " + w);
     if (csv) {
       std::string warnings;
       for (const std::string& w : r.warnings) warnings += (warnings.empty() ? "" : " | ") + w;
       std::vector<std::string> row{item.model.id, gpu_id, std::to_string(r.kv.bytes_per_token),
-                                   std::to_string(r.kv.bytes_per_sequence), std::to_string(r.weights.bytes_per_rank)};
+                                   std::to_string(r.kv.bytes_per_sequence),
+                                   std::to_string(r.weights.bytes_per_rank)};
       if (r.capacity) {
         const Capacity& c = *r.capacity;
         row.insert(row.end(), {std::to_string(c.available_kv_bytes), std::to_string(c.num_blocks),
@@ -339,7 +362,8 @@ void run_plan(PlanArgs args, CliState& state) {
     table.rows.push_back(std::move(row));
   }
   if (format == Format::json) {
-    emit(state, render_json({{"rows", rows}, {"verdict", outcome.verdict == app::Verdict::ok ? "ok" : "check_failed"}}));
+    emit(state, render_json({{"rows", rows},
+                             {"verdict", outcome.verdict == app::Verdict::ok ? "ok" : "check_failed"}}));
     return;
   }
   std::string text = render_table(table, format);
@@ -353,9 +377,11 @@ void run_plan(PlanArgs args, CliState& state) {
 
 void add_plan_command(CLI::App& app, CliState& state) {
   auto args = std::make_shared<PlanArgs>();
-  auto* cmd = app.add_subcommand("plan", "KV cache per token/sequence/batch, weights, and how many sequences fit");
+  auto* cmd =
+      app.add_subcommand("plan", "KV cache per token/sequence/batch, weights, and how many sequences fit");
   cmd->description(
-      "KV cache per token, per sequence (with paged-block rounding) and per batch; the weights; and, with a GPU,\n"
+      "KV cache per token, per sequence (with paged-block rounding) and per batch; the weights; and, with a "
+      "GPU,\n"
       "what the engine leaves for KV, blocks, KV tokens, max concurrency at max_model_len and the largest\n"
       "max_model_len that fits, with the lines the engine itself logs at start-up.\n"
       "Flags use the engines' own names; each flag's help says which engine reads it.\n"
@@ -371,23 +397,25 @@ void add_plan_command(CLI::App& app, CliState& state) {
   cmd->add_option("--gpu-mem-gib", args->gpu_mem_gib, "GPU memory in GiB instead of a catalog GPU");
   add_engine_flags(*cmd, e);
   // No range beyond 64 bits: the products they enter are overflow-checked and say which.
-  add_count_flag(*cmd, "--context", e.context, "Tokens per sequence for the kv.* figures (default: max_model_len)",
-                 0, UINT64_MAX);
+  add_count_flag(*cmd, "--context", e.context,
+                 "Tokens per sequence for the kv.* figures (default: max_model_len)", 0, UINT64_MAX);
   add_count_flag(*cmd, "--batch,-b", e.batch,
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
                  1, UINT64_MAX);
-  cmd->add_option("--activation-gib", args->activation_gib,
-                  "Override the activation-peak estimate (GiB)");
-  cmd->add_option("--non-torch-gib", args->non_torch_gib,
-                  "Override the non-torch memory estimate (GiB)");
-  cmd->add_option("--cuda-graph-gib", args->cuda_graph_gib,
-                  "Override the CUDA-graph memory estimate (GiB)");
+  cmd->add_option("--activation-gib", args->activation_gib, "Override the activation-peak estimate (GiB)");
+  cmd->add_option("--non-torch-gib", args->non_torch_gib, "Override the non-torch memory estimate (GiB)");
+  cmd->add_option("--cuda-graph-gib", args->cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");
   cmd->add_option("--weights-gib", args->weights_gib, "Override the weights size (GiB, whole model)");
+  cmd->add_option(
+      "--kv-transfer-gib", args->kv_transfer_gib,
+      "vLLM: GPU memory a KV-transfer connector (LMCache, NIXL) takes per rank, subtracted before "
+      "the KV cache (GiB; vLLM does not size it)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
   add_output_options(*cmd, state);
   cmd->footer(
-      "Exit codes: 0 the plan fits; 1 the engine would refuse to start (e.g. --tp does not divide the attention\n"
+      "Exit codes: 0 the plan fits; 1 the engine would refuse to start (e.g. --tp does not divide the "
+      "attention\n"
       "heads, --max-model-len above the model's maximum) or --batch sequences at max_model_len do not fit;\n"
       "2 bad input. JSON: kv.*, weights.*, capacity.*, constraints[], refusals[], warnings[], engine_log[].");
   cmd->callback([args, &state] { run_plan(*args, state); });

@@ -31,6 +31,9 @@ struct OverheadOverrides {
   std::optional<double> non_torch_gib;
   std::optional<double> cuda_graph_gib;
   std::optional<double> weights_gib;  // the whole model's weights instead of the estimate
+  // GPU memory a KV-transfer connector (LMCache, NIXL, ...) takes on each rank, stated by the
+  // user (--kv-transfer-gib): vLLM does not size it, the connector allocates it.
+  std::optional<double> kv_transfer_gib;
 };
 
 // The options of a plan: the fields every engine reads, then each engine's own struct
@@ -45,7 +48,8 @@ struct EngineOptions {
   std::uint32_t tp = 1;         // --tensor-parallel-size / --tp
   std::uint32_t pp = 1;         // --pipeline-parallel-size / --pp
   std::string kv_cache_dtype = "auto";  // vLLM/SGLang/TRT-LLM --kv-cache-dtype
-  std::optional<std::uint32_t> block_size;  // vLLM --block-size (tokens_per_block for TRT-LLM, page size SGLang)
+  std::optional<std::uint32_t>
+      block_size;  // vLLM --block-size (tokens_per_block for TRT-LLM, page size SGLang)
   // The user's length (vLLM --max-model-len, SGLang --context-length, TensorRT-LLM
   // --max_seq_len); -1 = search the largest that fits (vLLM semantics).
   std::optional<std::int64_t> max_model_len;
@@ -70,27 +74,27 @@ struct KvFigures {
   std::uint64_t bytes_per_token = 0;
   std::uint64_t bytes_per_token_all_layers = 0;
   std::uint64_t state_bytes_per_sequence = 0;
-  std::uint64_t bytes_per_sequence = 0;  // one sequence at `context` under the engine's rules
-  std::uint64_t bytes_per_batch = 0;     // x batch
-  std::uint32_t block_size = 0;          // after engine adjustment (vLLM hybrid raise)
+  std::uint64_t bytes_per_sequence = 0;   // one sequence at `context` under the engine's rules
+  std::uint64_t bytes_per_batch = 0;      // x batch
+  std::uint32_t block_size = 0;           // after engine adjustment (vLLM hybrid raise)
   std::uint64_t blocks_per_sequence = 0;  // sum over KV cache groups of pages for one sequence
   std::uint64_t context = 0;
   std::uint64_t batch = 0;
 };
 
 struct Capacity {
-  std::uint64_t gpu_memory_bytes = 0;   // total as the runtime reports it
-  std::uint64_t requested_bytes = 0;    // total x utilization (vLLM), or the fraction's share
-  std::uint64_t overhead_bytes = 0;     // activations + non-torch + graphs (estimates)
+  std::uint64_t gpu_memory_bytes = 0;    // total as the runtime reports it
+  std::uint64_t requested_bytes = 0;     // total x utilization (vLLM), or the fraction's share
+  std::uint64_t overhead_bytes = 0;      // activations + non-torch + graphs (estimates)
   std::uint64_t available_kv_bytes = 0;  // what the engine gives to KV, per rank (min over ranks)
   std::uint64_t page_bytes = 0;          // bytes of one block across one KV cache group
   std::uint64_t num_blocks = 0;
   std::uint64_t kv_tokens = 0;
-  double max_concurrency = 0.0;          // at max_model_len
-  std::uint64_t max_model_len = 0;       // the length used for max_concurrency
-  bool fits = false;                     // at least one sequence of max_model_len fits
+  double max_concurrency = 0.0;             // at max_model_len
+  std::uint64_t max_model_len = 0;          // the length used for max_concurrency
+  bool fits = false;                        // at least one sequence of max_model_len fits
   std::uint64_t largest_max_model_len = 0;  // the largest max_model_len that fits (search)
-  std::uint32_t limiting_rank = 0;       // rank (tp*stage+r) that gave the minimum
+  std::uint32_t limiting_rank = 0;          // rank (tp*stage+r) that gave the minimum
 };
 
 struct PlanResult {
@@ -98,7 +102,7 @@ struct PlanResult {
   std::string engine_version;
   KvFigures kv;
   WeightsEstimate weights;
-  std::optional<Capacity> capacity;  // present when a GPU (or memory size) was given
+  std::optional<Capacity> capacity;     // present when a GPU (or memory size) was given
   std::vector<std::string> engine_log;  // lines the engine itself would log
   std::vector<Assumption> assumptions;
   std::vector<std::string> notes;
@@ -135,6 +139,7 @@ enum class OptionField {
   ubatch_size,
   kv_unified,
   speculative_config,
+  kv_transfer_config,
 };
 
 // One option as an engine's own command line spells it ("--tp-size" for SGLang).

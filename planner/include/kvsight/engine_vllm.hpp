@@ -4,6 +4,7 @@
 // version's default, which the engine fills in and reports as an assumption.
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "kvsight/speculative.hpp"
 
@@ -19,7 +20,9 @@ struct VllmOptions {
   bool disable_prefix_caching = false;   // --no-enable-prefix-caching (hybrid default is on from 0.28)
   std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
   bool api_server = true;                // `vllm serve` defaults (vs offline LLM class, --offline)
-  std::optional<SpeculativeConfig> speculative;  // --speculative-config (draft KV layers, draft weights)
+  std::optional<SpeculativeConfig> speculative;
+  std::string kv_connector;  // --kv-transfer-config's "kv_connector" (e.g. LMCacheConnectorV1)  //
+                             // --speculative-config (draft KV layers, draft weights)
 };
 
 }  // namespace kvsight

@@ -6,6 +6,7 @@
 #include "kvsight/counts.hpp"
 #include "kvsight/engine_options.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/input_file.hpp"
 #include "kvsight/speculative.hpp"
 
 namespace kvsight {
@@ -130,6 +131,14 @@ const std::vector<OptionFieldInfo>& option_fields() {
        "speculative decoding as vLLM's JSON, e.g. '{\"method\": \"eagle\", \"model\": \"DRAFT\", "
        "\"num_speculative_tokens\": 3}' or '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}': "
        "adds the draft's KV layers and weights",
+       {}},
+      {F::kv_transfer_config,
+       "kv_transfer_config",
+       {},
+       K::text,
+       "vLLM's KV-transfer JSON, e.g. '{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": "
+       "\"kv_both\"}': "
+       "names the connector; state its GPU memory with --kv-transfer-gib",
        {}},
   };
   return fields;
@@ -317,6 +326,18 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
     case F::speculative_config:
       o.vllm.speculative = parse_speculative_config(text);
       return;
+    case F::kv_transfer_config: {
+      // vllm/config/kv_transfer.py KVTransferConfig: kv_connector names the connector class.
+      const nlohmann::json j = parse_json_input(text, name, 8);
+      const auto it = j.is_object() ? j.find("kv_connector") : j.end();
+      if (it == j.end() || !it->is_string() || it->get<std::string>().empty())
+        throw InputError(
+            name + ".kv_connector",
+            "is missing or not a non-empty string; allowed: vLLM's JSON with a connector name, e.g. "
+            "'{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}'");
+      o.vllm.kv_connector = it->get<std::string>();
+      return;
+    }
   }
 }
 

@@ -471,10 +471,25 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     graphs = gib_to_bytes(*options.overheads.cuda_graph_gib, "--cuda-graph-gib");
     graph_why = "given";
   }
+  // A KV-transfer connector's own GPU buffers (LMCache, NIXL): not sized by vLLM, so a
+  // stated reservation (issue #13: the LMCache run of #21348 logged fewer tokens than the
+  // same memory holds without it).
+  std::uint64_t transfer = 0;
+  if (options.overheads.kv_transfer_gib) {
+    transfer = gib_to_bytes(*options.overheads.kv_transfer_gib, "--kv-transfer-gib");
+    out.assumptions.push_back({"KV-transfer connector", gib_text(transfer),
+                               "given (--kv-transfer-gib" + (options.vllm.kv_connector.empty()
+                                                                 ? std::string(")")
+                                                                 : ", " + options.vllm.kv_connector + ")")});
+  } else if (!options.vllm.kv_connector.empty()) {
+    out.warnings.push_back(
+        "--kv-transfer-config names " + options.vllm.kv_connector +
+        ": its GPU buffers are not modelled and not subtracted; state them with --kv-transfer-gib");
+  }
   out.assumptions.push_back({"activation peak", gib_text(act), act_why});
   out.assumptions.push_back({"non-torch memory", gib_text(nt), nt_why});
   out.assumptions.push_back({"CUDA graph memory", gib_text(graphs), graph_why});
-  out.overhead_bytes = act + nt + graphs;
+  out.overhead_bytes = act + nt + graphs + transfer;
   const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
   out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
   if (used >= out.requested_bytes) {
@@ -705,7 +720,8 @@ class VllmEngine final : public Engine {
             {OptionField::async_scheduling, {"--async-scheduling"}},
             {OptionField::no_async_scheduling, {"--no-async-scheduling"}},
             {OptionField::offline, {"--offline"}},
-            {OptionField::speculative_config, {"--speculative-config"}}};
+            {OptionField::speculative_config, {"--speculative-config"}},
+            {OptionField::kv_transfer_config, {"--kv-transfer-config"}}};
   }
   // vllm/config/cache.py CacheDType, plus the per-token-head and NVFP4 caches the dtype
   // table models (formulas.md "KV dtypes").
