@@ -150,14 +150,19 @@ void add_capacity_terms(const EngineLogFigures& f, const PlanItem& item, const s
 // logged size holds at kvsight's bytes per token.
 void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutcome& out) {
   const PlanResult& r = item.result;
-  const double per_token = static_cast<double>(r.kv.bytes_per_token);
+  // SGLang's token pool gives every attention layer a cell, sliding-window ones included
+  // (engines/sglang.cpp: bytes_per_token_all_layers); bytes_per_token counts full layers only.
+  const std::uint64_t cell = r.engine == "sglang" && r.kv.bytes_per_token_all_layers > 0
+                                 ? r.kv.bytes_per_token_all_layers
+                                 : r.kv.bytes_per_token;
+  const double per_token = static_cast<double>(cell);
   if (per_token <= 0.0 || !f.kv_tokens) return;
   const std::optional<double> size = f.kv_size_gib ? f.kv_size_gib : f.available_kv_gib;
   if (!size) return;
   out.terms.push_back(make_term(
       "KV tokens", "given KV memory", "tokens", static_cast<double>(*f.kv_tokens),
       std::floor(*size * kGiB / per_token),
-      "logged KV size / " + std::to_string(r.kv.bytes_per_token) + " B per token (per rank, every layer)"));
+      "logged KV size / " + std::to_string(cell) + " B per token (per rank, every layer)"));
   out.terms.push_back(make_term("bytes per token (implied)", "given KV memory", "B",
                                 *size * kGiB / static_cast<double>(*f.kv_tokens), per_token,
                                 "the model's KV layers at the KV dtype, per rank"));

@@ -155,6 +155,20 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     why = "server_args.py (before ~0.4.7): by TP size";
   }
   result.assumptions.push_back({"mem_fraction_static", fixed_text(fraction, 3), why});
+  // 0.4.x model_runner.py ModelRunner.__init__, "Automatically reduce --mem-fraction-static to
+  // ... because this is a multimodal model": the fraction, given or defaulted, is multiplied by
+  // 0.95 (0.4.4.post2) or 0.90 (0.4.5 - 0.4.7; read in each wheel) when the model has a vision
+  // tower. 0.5.2 moved this to server_args.py adjust_mem_fraction_for_vlm, applied only to the
+  // default (not modelled). A Gemma-3-4B log on an H200 (sglang-pr4826.log, PR #4826) gives
+  // 834,615 tokens = 0.88 x 0.95 = 0.836 exactly; 0.88 alone gives 882,844.
+  if (model.vision_params > 0 && !sglang_version.at_least(0, 5)) {
+    const double factor = sglang_version.at_least(0, 4, 5) ? 0.90 : 0.95;
+    fraction *= factor;
+    result.assumptions.push_back(
+        {"mem_fraction_static (multimodal)", fixed_text(fraction, 3),
+         "x " + fixed_text(factor, 2) + " for a model with a vision tower (model_runner.py, SGLang " +
+             std::string(sglang_version.at_least(0, 4, 5) ? "0.4.5 - 0.4.7" : "0.4.4") + ")"});
+  }
 
   // Free memory at start-up = total - CUDA context / NCCL (not visible to the fraction).
   // 0.5.2x logs put it at about 0.86 GiB (issue #13's comparison with published logs).

@@ -692,6 +692,49 @@ namespace {
 using namespace engine_detail;
 using namespace vllm;
 
+// vLLM 0.10.1 - 0.11.x, vllm/model_executor/layers/quantization/mxfp4.py (0.10.1:
+// Mxfp4MoEMethod._should_use_marlin; 0.11.0: get_mxfp4_backend; both read in the wheels): on CUDA
+// the mxfp4 MoE experts go to the Marlin kernel below SM 9.0, and on every other device but SM 10.0
+// (FlashInfer there) when the triton_kernels package is absent, as in the plain pip wheel (the
+// "Weight-only FP4 compression will be used leveraging the Marlin kernel" line of issue #23278 on
+// an H100). Marlin needs n % 256 == 0 and k % 128 == 0, so create_weights allocates every expert
+// at round_up(intermediate_size_per_partition, 128) x round_up(hidden_size, 256). For gpt-oss
+// (H = I = 2880) that is 3072 x 2944, +9.0 % on the expert bytes: +5.13 GiB on gpt-oss-120b, the
+// difference between the checkpoint's 60.69 GiB and the 65.97 GiB issue #23278 logs
+// (docs/reference/vllm-overheads-recent.md). Returns the extra bytes on one rank, 0 when the
+// rule does not apply.
+std::uint64_t mxfp4_marlin_padding_bytes(const Version& version, const ModelSpec& model, const GpuSpec* gpu,
+                                         const EngineOptions& options) {
+  if (!version.at_least(0, 10, 1) || version.at_least(0, 12)) return 0;
+  if (model.quantization.method != "mxfp4" || !model.moe.is_moe() || model.exact_weights) return 0;
+  if (options.overheads.weights_gib || gpu == nullptr) return 0;
+  // "sm_90" -> 90; ROCm (gfx...) and unknown arches keep the checkpoint's size.
+  if (gpu->arch.rfind("sm_", 0) != 0) return 0;
+  int sm = 0;
+  for (std::size_t i = 3; i < gpu->arch.size() && gpu->arch[i] >= '0' && gpu->arch[i] <= '9'; ++i)
+    sm = sm * 10 + (gpu->arch[i] - '0');
+  if (sm == 0 || sm == 100) return 0;
+  const std::uint64_t tp = options.tp, pp = options.pp;
+  const std::uint64_t hidden = model.hidden_size;
+  const std::uint64_t inter = model.moe.moe_intermediate_size / tp;
+  const auto round_up = [](std::uint64_t x, std::uint64_t m) { return (x + m - 1) / m * m; };
+  const std::uint64_t padded = checked_mul(round_up(hidden, 256), round_up(inter, 128), "mxfp4 padding");
+  const std::uint64_t plain = checked_mul(hidden, inter, "mxfp4 padding");
+  if (padded <= plain) return 0;
+  std::uint64_t moe_layers = 0;
+  for (std::uint32_t i = 0; i < model.num_layers(); ++i) {
+    const std::uint32_t freq = std::max<std::uint32_t>(1, model.moe.moe_layer_frequency);
+    if (i >= model.moe.first_k_dense_layers && (freq == 1 || (i + 1) % freq == 0)) ++moe_layers;
+  }
+  moe_layers = (moe_layers + pp - 1) / pp;
+  // gate_up (2 I x H) and down (H x I): 3 matrices of H x I per expert.
+  const std::uint64_t extra_params = checked_mul(
+      checked_mul(checked_mul(moe_layers, model.moe.num_experts, "mxfp4 padding"), 3, "mxfp4 padding"),
+      padded - plain, "mxfp4 padding");
+  const double bits = model.quantization.bits_per_weight > 0 ? model.quantization.bits_per_weight : 4.25;
+  return static_cast<std::uint64_t>(std::llround(static_cast<double>(extra_params) * bits / 8.0));
+}
+
 class VllmEngine final : public Engine {
  public:
   std::string name() const override { return "vllm"; }
@@ -976,6 +1019,19 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
         checked_add(result.weights.bytes_per_rank, draft.weight_bytes_per_rank, "weights per rank");
     result.assumptions.push_back(
         {"draft weights per rank", gib_text(draft.weight_bytes_per_rank), draft.weights_why});
+  }
+  if (const std::uint64_t pad = mxfp4_marlin_padding_bytes(version, target, gpu, options); pad > 0) {
+    result.weights.bytes_per_rank = checked_add(result.weights.bytes_per_rank, pad, "weights per rank");
+    result.weights.bytes = checked_add(
+        result.weights.bytes, checked_mul(pad, std::uint64_t{options.tp} * options.pp, "weights"), "weights");
+    result.weights.method +=
+        "; + " + gib_text(pad) +
+        " per rank: vLLM's Marlin mxfp4 MoE pads experts to hidden 256 / intermediate 128 "
+        "(quantization/mxfp4.py create_weights, 0.10.1)";
+    result.assumptions.push_back(
+        {"mxfp4 Marlin padding per rank", gib_text(pad),
+         "CUDA but SM 10.0, vLLM 0.10.1-0.11.x, no triton_kernels: experts allocated at "
+         "round_up(I/tp, 128) x round_up(H, 256) (mxfp4.py, 0.10.1)"});
   }
 
   if (!total && !options.vllm.kv_cache_memory_bytes) return result;
