@@ -102,8 +102,8 @@ TEST(EngineVersionGrammar, EachEngineTakesItsForm) {
   EXPECT_EQ(make_engine("llamacpp")->version(o).build, 6000);
   EXPECT_THROW(make_engine("sglang")->version(o), InputError);
   EXPECT_THROW(make_engine("exllamav2")->version(o), InputError);
-  o.engine_version = "";  // the engine's default
-  EXPECT_EQ(make_engine("llamacpp")->version(o).text, "b7900");
+  o.engine_version = "";  // the engine's default (llama.cpp b11312 from issue #13)
+  EXPECT_EQ(make_engine("llamacpp")->version(o).text, "b11312");
   EXPECT_EQ(make_engine("sglang")->version(o).text, "0.5.23");
   EXPECT_EQ(make_engine("trtllm")->version(o).text, "1.1.0");
 }

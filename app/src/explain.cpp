@@ -264,6 +264,13 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
     options.llamacpp.ctx_size = *f.kv_tokens;
     out.inputs_from_log.push_back("n_ctx " + std::to_string(*f.kv_tokens) +
                                   " cells (llama_kv_cache size line)");
+    // "S/T seqs": S = --parallel, T = 1 a unified cache (engines/llamacpp.cpp kv_line).
+    if (f.llamacpp_seqs && *f.llamacpp_seqs > 0 && !options.llamacpp.parallel_given) {
+      options.llamacpp.parallel = *f.llamacpp_seqs;
+      options.llamacpp.parallel_given = true;
+      options.llamacpp.kv_unified =
+          options.llamacpp.kv_unified || (f.llamacpp_streams.value_or(1) == 1 && *f.llamacpp_seqs > 1);
+    }
   }
 
   // Replay 1: the KV memory the log states (vLLM takes it as --kv-cache-memory-bytes).

@@ -10,12 +10,15 @@ namespace kvsight {
 struct LlamacppOptions {
   std::optional<std::uint64_t> ctx_size;  // --ctx-size (n_ctx; 0 = the training context)
   std::uint32_t parallel = 1;             // --parallel (slots)
-  std::string cache_type_k = "f16";       // --cache-type-k
-  std::string cache_type_v = "f16";       // --cache-type-v
-  std::string flash_attn = "auto";        // --flash-attn / -fa: on, off, auto
-  bool swa_full = false;                  // --swa-full
-  std::uint64_t ubatch_size = 512;        // --ubatch-size (n_ubatch)
-  bool kv_unified = false;                // --kv-unified
+  // --parallel given: llama-server's default is -np auto (= 4 slots, unified KV) from
+  // PR #16736 on (engines/llamacpp.cpp); unset, builds before it use 1.
+  bool parallel_given = false;
+  std::string cache_type_k = "f16";  // --cache-type-k
+  std::string cache_type_v = "f16";  // --cache-type-v
+  std::string flash_attn = "auto";   // --flash-attn / -fa: on, off, auto
+  bool swa_full = false;             // --swa-full
+  std::uint64_t ubatch_size = 512;   // --ubatch-size (n_ubatch)
+  bool kv_unified = false;           // --kv-unified
 };
 
 }  // namespace kvsight

@@ -28,6 +28,10 @@ struct EngineLogFigures {
   std::optional<std::string> engine_version;              // vLLM "vLLM API server version X" / banner "version X"
   std::optional<std::uint32_t> tensor_parallel_size;      // vLLM "non-default args: {... 'tensor_parallel_size': N"
   std::vector<std::string> matched_lines;                // the lines a figure came from, in order
+  // llama.cpp "(N cells, L layers, S/T seqs)": S = n_seq_max, T = n_stream (1: a unified cache);
+  // kv_tokens is N x T (log_reader.cpp).
+  std::optional<std::uint32_t> llamacpp_seqs;
+  std::optional<std::uint32_t> llamacpp_streams;
 };
 
 // Reads every line it knows; unknown lines are skipped. Never throws on content.

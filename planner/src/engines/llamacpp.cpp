@@ -2,7 +2,14 @@
 //
 // Sources (ggml-org/llama.cpp):
 //   src/llama-context.cpp        n_ctx = --ctx-size, 0 = n_ctx_train; n_seq_max = --parallel;
-//                                kv_unified; n_ctx_seq = n_ctx / n_seq_max when not unified
+//                                kv_unified; n_ctx_seq = n_ctx / n_seq_max when not unified;
+//                                from PR #17046 n_ctx = GGML_PAD(n_ctx, 256) and, not unified,
+//                                n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256), n_ctx = n_ctx_seq x
+//                                n_seq_max; refuses MLA with K type != V type and a quantized V
+//                                cache with flash attention off (llama_init_from_model)
+//   common/common.h              n_ctx 0 (the training context), fit_params on, fit min ctx 4096,
+//                                1 GiB target per device (PR #16653); tools/server/server.cpp
+//                                -np auto = 4 slots + unified KV (PR #16736)
 //   src/llama-model.cpp          create_memory: kv_size = n_ctx (unified) or n_ctx_seq per stream;
 //                                older builds padded n_ctx to llama_kv_cache::get_padding() = 256
 //                                with flash attention (32 without)
@@ -13,6 +20,10 @@
 //                                log "llama_kv_cache: size = ... MiB (... cells, ... layers, .../...
 //                                seqs), K (f16): ... MiB, V (f16): ... MiB"
 //   src/llama-memory-recurrent.cpp  recurrent state: max(1, n_seq_max) cells, r and s in f32
+//                                (n_embd_r = (d_conv - 1)(d_inner + 2 n_group d_state), n_embd_s =
+//                                d_state d_inner for Mamba-2 / Falcon-H1: llama-hparams.cpp)
+// The rules of b11312 (llama.cpp vendored by llama-cpp-python 0.3.36, commit 0c1e57098) and
+// the builds each change came in: docs/reference/llamacpp-current.md.
 //   ggml/src/ggml-common.h       block sizes (q8_0 34 B per 32, ...: dtype.cpp)
 // MLA (DeepSeek2 arch): before PR #12801 (Apr 2025) the cache held decompressed per-head K
 // (n_head x (qk_nope + qk_rope)) and V (n_head x v_head_dim); from #12801 the GGUF sets
@@ -35,14 +46,25 @@ namespace {
 using namespace engine_detail;
 
 const std::vector<std::string>& llamacpp_versions() {
-  static const std::vector<std::string> v = {"b5000", "b5200", "b6000", "b6900", "b7900"};
+  static const std::vector<std::string> v = {"b5000", "b5200", "b6000", "b6900", "b7900", "b11312"};
   return v;
 }
-constexpr int kNewestBuild = 7900;
+// b11312: llama.cpp vendored by llama-cpp-python 0.3.36 (commit 0c1e57098, 2026-10-01),
+// read for issue #13 (docs/reference/llamacpp-current.md).
+constexpr int kNewestBuild = 11312;
 constexpr int kMlaLatentBuild = 5150;  // PR #12801, approximate
 constexpr int kKvUnifiedBuild = 5900;  // --kv-unified / per-sequence streams (PR #14363), approximate
 constexpr int kNoCtxPadBuild = 6900;   // n_ctx no longer padded (only the SWA cache is), approximate
 constexpr int kVlessMlaBuild = 7850;   // PR #19067, approximate
+// PR #16736 (server: unified cache across slots; merged after #16812 = b6900, present in
+// b7079, issue #17300): llama-server's -np defaults to auto = 4 slots + unified KV. Approximate.
+constexpr int kAutoParallelBuild = 6920;
+// PR #17046 (2025-11-07, between b6900 and b7045 = 2025-11-13): n_ctx padded to 256 again and,
+// without --kv-unified, each sequence's n_ctx_seq padded to 256 (llama-context.cpp). Approximate.
+constexpr int kSeqPadBuild = 6980;
+// PR #16653 (llama_params_fit, merged 2025-12-15; b7437 has it, issue #18097): common.h n_ctx
+// default 0 = the training context, fitted down (not below 4096) when it does not fit. Approximate.
+constexpr int kTrainCtxDefaultBuild = 7400;
 
 std::string ggml_name(const KvDtype& t) {
   if (t.name == "fp16") return "f16";
@@ -110,7 +132,9 @@ std::vector<LayerCell> layer_cells(const ModelSpec& model, const KvDtype& tk, co
         RecurrentSpec f32 = *model.recurrent;  // llama.cpp keeps r and s states in f32
         f32.conv_dtype = "fp32";
         f32.ssm_dtype = "fp32";
-        c.k = recurrent_state_bytes(f32, 1).total();
+        const RecurrentStateBytes rs = recurrent_state_bytes(f32, 1);
+        c.k = rs.conv;  // R: n_embd_r x f32
+        c.v = rs.ssm;   // S: n_embd_s x f32
         c.recurrent = true;
         break;
       }
@@ -125,10 +149,13 @@ std::vector<LayerCell> layer_cells(const ModelSpec& model, const KvDtype& tk, co
 
 struct Cache {
   std::uint64_t base_cells = 0, swa_cells = 0, rec_cells = 0;
-  std::uint64_t base_k = 0, base_v = 0, swa_k = 0, swa_v = 0, rec = 0;  // bytes
+  std::uint64_t base_k = 0, base_v = 0, swa_k = 0, swa_v = 0, rec_r = 0, rec_s = 0;  // bytes
   std::uint32_t base_layers = 0, swa_layers = 0, rec_layers = 0;
-  std::uint64_t n_ctx = 0;  // after padding
-  std::uint64_t total() const { return base_k + base_v + swa_k + swa_v + rec; }
+  std::uint64_t n_ctx = 0;      // after padding: all cells of the base cache
+  std::uint64_t n_ctx_seq = 0;  // cells per stream (= n_ctx when unified)
+  std::uint64_t streams = 1;    // n_stream: 1 unified, else n_seq_max
+  std::uint64_t swa_per_stream = 0;
+  std::uint64_t total() const { return base_k + base_v + swa_k + swa_v + rec_r + rec_s; }
 };
 
 struct CacheParams {
@@ -142,10 +169,24 @@ struct CacheParams {
 
 Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, const CacheParams& p) {
   Cache c;
-  c.n_ctx = p.build < kNoCtxPadBuild ? round_up(p.n_ctx, 256, "n_ctx") : p.n_ctx;
+  const bool pad_ctx = p.build < kNoCtxPadBuild || p.build >= kSeqPadBuild;
+  c.n_ctx = pad_ctx ? round_up(p.n_ctx, 256, "n_ctx") : p.n_ctx;
   const bool unified = p.unified || p.build < kKvUnifiedBuild;
   const std::uint64_t streams = unified ? 1 : p.n_seq;
-  const std::uint64_t per_stream = unified ? c.n_ctx : c.n_ctx / p.n_seq;
+  std::uint64_t per_stream = unified ? c.n_ctx : c.n_ctx / p.n_seq;
+  if (!unified && p.build >= kSeqPadBuild) {
+    // llama-context.cpp (PR #17046): n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256); 0 is refused
+    // ("n_ctx_seq == 0"); n_ctx = n_ctx_seq x n_seq_max.
+    if (per_stream == 0)
+      throw InputError("--parallel", std::to_string(p.n_seq) + " slots leave n_ctx " +
+                                         std::to_string(c.n_ctx) +
+                                         " / parallel = 0 cells each (llama.cpp: \"n_ctx_seq == 0\"); "
+                                         "allowed: at most --ctx-size (padded to 256) slots");
+    per_stream = round_up(per_stream, 256, "n_ctx_seq");
+    c.n_ctx = checked_mul(per_stream, streams, "n_ctx");
+  }
+  c.n_ctx_seq = per_stream;
+  c.streams = streams;
   std::uint64_t n_swa = 0;
   for (const LayerSpec& l : model.layers)
     if (l.kind == LayerKind::sliding_window || l.kind == LayerKind::chunked_local)
@@ -155,11 +196,13 @@ Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, co
       std::min(per_stream, checked_add(checked_mul(n_swa, unified ? p.n_seq : 1, "swa"), p.n_ubatch, "swa"));
   swa_stream = round_up(swa_stream, 256, "swa cells");
   if (p.swa_full) swa_stream = per_stream;
+  c.swa_per_stream = swa_stream;
   c.swa_cells = checked_mul(swa_stream, streams, "swa cells");
   c.rec_cells = std::max<std::uint64_t>(1, p.n_seq);
   for (const LayerCell& l : cells) {
     if (l.recurrent) {
-      c.rec = checked_add(c.rec, checked_mul(l.k, c.rec_cells, "state"), "state");
+      c.rec_r = checked_add(c.rec_r, checked_mul(l.k, c.rec_cells, "state"), "state");
+      c.rec_s = checked_add(c.rec_s, checked_mul(l.v, c.rec_cells, "state"), "state");
       ++c.rec_layers;
     } else if (l.swa) {
       c.swa_k = checked_add(c.swa_k, checked_mul(l.k, c.swa_cells, "kv"), "kv");
@@ -172,6 +215,13 @@ Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, co
     }
   }
   return c;
+}
+
+// llama.cpp's n_layer: Falcon-H1 is listed as two entries per decoder layer (attention, then its
+// parallel Mamba-2 state: model_config.cpp), llama.cpp counts the decoder layer once.
+std::uint32_t llama_n_layer(const ModelSpec& model) {
+  const bool falcon_h1 = model.model_type == "falcon_h1" || model.model_type == "falcon-h1";
+  return falcon_h1 ? model.num_layers() / 2 : model.num_layers();
 }
 
 // printf's "%*s": right-aligned in `width` columns, as llama.cpp's log pads its figures.
@@ -223,10 +273,12 @@ class LlamaCppEngine final : public Engine {
   }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     if (options.block_size)
-      throw InputError("block_size", "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");
+      throw InputError("block_size",
+                       "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");
     return {0, "llama.cpp has no paged KV (one slot pool)"};
   }
-  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*, const EngineOptions&) const override {
+  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*,
+                                           const EngineOptions&) const override {
     return {};  // the flash-attention dependent checks are the gates' (kernel selection)
   }
 };
@@ -236,16 +288,44 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   check_common_options(options);
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   if (options.llamacpp.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
+  const int build = version(options).build;
+  // -np unset: llama-server's -np auto = 4 slots with a unified KV cache (tools/server/server.cpp,
+  // common/arg.cpp n_parallel = -1; PR #16736); older builds and llama-cli use 1 slot.
+  const bool np_auto =
+      !options.llamacpp.parallel_given && options.llamacpp.parallel == 1 && build >= kAutoParallelBuild;
+  const std::uint32_t n_par = np_auto ? 4 : options.llamacpp.parallel;
+  const bool kv_unified_opt = options.llamacpp.kv_unified || np_auto;
   if (options.llamacpp.ubatch_size == 0)
     throw InputError("--ubatch-size", "is 0; allowed: a positive integer");
   PlanResult result;
   result.engine = "llamacpp";
-  const int build = version(options).build;
   result.engine_version = "b" + std::to_string(build);
   const KvDtype& tk = llama_type(options.llamacpp.cache_type_k, "--cache-type-k");
   const KvDtype& tv = llama_type(options.llamacpp.cache_type_v, "--cache-type-v");
-  if (tv.group_size > 0)
-    result.notes.push_back("a quantized V cache needs flash attention (llama-context.cpp)");
+  // Start-up refusals of llama_init_from_model (src/llama-context.cpp, read in b11312): no context
+  // is made, so no plan either (exit 2).
+  const bool gguf_mla = model.mla && !model.mla->gguf_decompressed_cache &&
+                        std::any_of(model.layers.begin(), model.layers.end(),
+                                    [](const LayerSpec& l) { return l.kind == LayerKind::mla; });
+  if (gguf_mla && build >= kVlessMlaBuild && tk.name != tv.name)
+    throw InputError("--cache-type-v",
+                     "'" + ggml_name(tv) + "' differs from --cache-type-k '" + ggml_name(tk) +
+                         "' on an MLA model; llama.cpp refuses it at start-up: \"model does not "
+                         "support different K (" +
+                         ggml_name(tk) + ") and V (" + ggml_name(tv) +
+                         ") cache types\"; allowed: -ctv equal to -ctk");
+  if (tv.group_size > 0) {
+    if (options.llamacpp.flash_attn == "off")
+      throw InputError(
+          "--cache-type-v",
+          "'" + ggml_name(tv) +
+              "' is a quantized V cache with -fa off; llama.cpp refuses it at start-up: \"quantized V "
+              "cache requires flash_attn to be enabled\"; allowed: -fa on or auto, or -ctv f16, bf16 "
+              "or f32");
+    result.notes.push_back(
+        "a quantized V cache needs flash attention (llama-context.cpp): with -fa auto llama.cpp enables it "
+        "(\"enabling flash_attn since it is required for quantized V cache\"), with -fa off it refuses");
+  }
   if (options.tp > 1 || options.pp > 1)
     result.notes.push_back(
         "llama.cpp splits layers across devices (--split-mode layer); --tp/--pp are ignored and "
@@ -253,41 +333,52 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
 
   // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
-  // Unset = 4096, the default of common/common.h (n_ctx) that llama-server and llama-cli
-  // use; formulas.md "Other engines" gives cells = n_ctx, the source gives 4096 when unset
-  // (issue #18376 shows the default at build 7539; newer builds' --fit may lower it further).
+  // Unset: 4096 (common/common.h n_ctx, PR #10136) before PR #16653; from it common.h n_ctx = 0
+  // = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
+  // fit_params_target 1 GiB per device) when it does not fit.
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
-  std::uint64_t n_ctx = options.llamacpp.ctx_size.value_or(4096);
+  const bool train_default = build >= kTrainCtxDefaultBuild;
+  std::uint64_t n_ctx = options.llamacpp.ctx_size.value_or(train_default ? 0 : 4096);
   std::string ctx_why = "given";
-  if (!options.llamacpp.ctx_size)
+  if (!options.llamacpp.ctx_size && !train_default)
     ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
   if (n_ctx == 0) {
     n_ctx = n_ctx_train;
-    ctx_why = "--ctx-size 0 = n_ctx_train (llama-context.cpp)";
+    ctx_why = options.llamacpp.ctx_size ? "--ctx-size 0 = n_ctx_train (llama-context.cpp)"
+                                        : "unset = n_ctx_train (common.h n_ctx 0, PR #16653)";
   }
+  if (!options.llamacpp.ctx_size && train_default)
+    result.notes.push_back(
+        "no -c: llama.cpp starts from the training context (" + std::to_string(n_ctx_train) +
+        "); with fit_params on (the default, common.h) it shrinks the context when the model and KV do not "
+        "fit the device, to no less than 4096 (fit_params_min_ctx), leaving 1 GiB free per device "
+        "(fit_params_target); an explicit -c 0 is not shrunk (PR #19070)");
+  if (np_auto)
+    result.notes.push_back(
+        "no -np: llama-server's -np auto = 4 slots sharing one unified KV cache (tools/server/server.cpp); "
+        "llama-cli uses 1");
   if (n_ctx == 0)
     throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
   result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), ctx_why});
-  const bool unified = options.llamacpp.kv_unified || build < kKvUnifiedBuild;
-  if (!unified && n_ctx % options.llamacpp.parallel != 0)
-    result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " is not a multiple of --parallel " +
-                           std::to_string(options.llamacpp.parallel) +
-                           ": each slot gets n_ctx / parallel (floor)");
+  const bool unified = kv_unified_opt || build < kKvUnifiedBuild;
 
-  CacheParams p{n_ctx,
-                options.llamacpp.parallel,
-                options.llamacpp.kv_unified,
-                options.llamacpp.swa_full,
-                options.llamacpp.ubatch_size,
-                build};
+  CacheParams p{n_ctx, n_par, kv_unified_opt, options.llamacpp.swa_full, options.llamacpp.ubatch_size, build};
   const Cache cache = size_cache(model, cells, p);
-  const std::uint64_t slot_ctx = unified ? cache.n_ctx : cache.n_ctx / options.llamacpp.parallel;
+  const std::uint64_t slot_ctx = cache.n_ctx_seq;
+  if (!unified && build >= kSeqPadBuild && cache.n_ctx != round_up(n_ctx, 256, "n_ctx"))
+    result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " -> pad 256 -> / " + std::to_string(n_par) +
+                           " slots -> n_ctx_seq pad 256 = " + std::to_string(slot_ctx) +
+                           ": n_ctx = " + std::to_string(slot_ctx) + " x " + std::to_string(n_par) + " = " +
+                           std::to_string(cache.n_ctx) + " (llama-context.cpp, PR #17046)");
+  else if (!unified && build < kSeqPadBuild && cache.n_ctx % n_par != 0)
+    result.notes.push_back("n_ctx " + std::to_string(cache.n_ctx) + " is not a multiple of --parallel " +
+                           std::to_string(n_par) + ": each slot gets n_ctx / parallel (floor)");
 
   // kv figures: one sequence = a single slot of `context` cells; the batch = `batch` slots.
   std::uint64_t per_token_full = 0, per_token_all = 0, state = 0;
   for (const LayerCell& l : cells) {
     if (l.recurrent)
-      state += l.k;
+      state += l.k + l.v;
     else if (l.swa)
       per_token_all += l.k + l.v;
     else {
@@ -307,7 +398,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
   CacheParams many{checked_mul(context, options.batch, "context x batch"),
                    options.batch,
-                   options.llamacpp.kv_unified,
+                   kv_unified_opt,
                    options.llamacpp.swa_full,
                    options.llamacpp.ubatch_size,
                    build};
@@ -321,20 +412,34 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   // The engine's own log lines.
   result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));
   if (!unified) result.engine_log.push_back("llama_context: n_ctx_seq     = " + std::to_string(slot_ctx));
-  auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t n_cells, std::uint32_t layers) {
-    return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(n_cells, 6) + " cells, " +
-           padded(layers, 3) + " layers, " + padded(unified ? 1 : options.llamacpp.parallel, 2) + "/" +
-           std::to_string(options.llamacpp.parallel) + " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) +
-           " MiB, V (" + ggml_name(tv) + "): " + mib(v, 7) + " MiB";
+  // llama-kv-cache.cpp: "%6u cells" is kv_size, the cells of ONE stream, and "%2u/%u seqs" is
+  // n_seq_max / n_stream (n_stream = 1 unified, else n_seq_max): "( 2048 cells, 22 layers,  4/4 seqs)"
+  // holds 4 x 2048 cells.
+  auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t stream_cells, std::uint32_t layers) {
+    return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(stream_cells, 6) + " cells, " +
+           padded(layers, 3) + " layers, " + padded(n_par, 2) + "/" + std::to_string(cache.streams) +
+           " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) + " MiB, V (" + ggml_name(tv) +
+           "): " + mib(v, 7) + " MiB";
   };
   if (cache.base_layers > 0)
-    result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.base_cells, cache.base_layers));
+    result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.n_ctx_seq, cache.base_layers));
   if (cache.swa_layers > 0)
-    result.engine_log.push_back(kv_line(cache.swa_k, cache.swa_v, cache.swa_cells, cache.swa_layers));
-  if (cache.rec_layers > 0)
-    result.engine_log.push_back("llama_memory_recurrent: size = " + mib(cache.rec, 7) + " MiB (" +
-                                padded(cache.rec_cells, 6) + " cells, " + padded(cache.rec_layers, 3) +
-                                " layers), R+S (f32)");
+    result.engine_log.push_back(kv_line(cache.swa_k, cache.swa_v, cache.swa_per_stream, cache.swa_layers));
+  if (cache.rec_layers > 0) {
+    // llama-memory-recurrent.cpp (b11312): "(%6u cells, %3d layers, %2u seqs %2u rs_seq), R (f32): ...,
+    // S (f32): ..., P (f32): ..."; layers counts every layer of the model (r_l has n_layer entries,
+    // the filtered ones empty); rs_seq 0 without speculative decoding; P (PLE history) 0 here.
+    if (build >= kSeqPadBuild)
+      result.engine_log.push_back(
+          "llama_memory_recurrent: size = " + mib(cache.rec_r + cache.rec_s, 7) + " MiB (" +
+          padded(cache.rec_cells, 6) + " cells, " + padded(llama_n_layer(model), 3) + " layers, " +
+          padded(n_par, 2) + " seqs  0 rs_seq), R (f32): " + mib(cache.rec_r, 7) +
+          " MiB, S (f32): " + mib(cache.rec_s, 7) + " MiB, P (f32): " + mib(0, 7) + " MiB");
+    else
+      result.engine_log.push_back("llama_memory_recurrent: size = " + mib(cache.rec_r + cache.rec_s, 7) +
+                                  " MiB (" + padded(cache.rec_cells, 6) + " cells, " +
+                                  padded(cache.rec_layers, 3) + " layers), R+S (f32)");
+  }
   if (cache.swa_layers > 0 && !options.llamacpp.swa_full)
     result.notes.push_back("sliding-window layers keep " + std::to_string(cache.swa_cells) +
                            " cells (pad(min(n_ctx, n_swa x seqs + n_ubatch), 256)); --swa-full keeps n_ctx");
@@ -376,14 +481,14 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   cap.kv_tokens = cache.base_cells;
   cap.max_model_len = slot_ctx;
   cap.fits = cache.total() <= cap.available_kv_bytes;
-  cap.max_concurrency = cap.fits ? static_cast<double>(options.llamacpp.parallel) : 0.0;
+  cap.max_concurrency = cap.fits ? static_cast<double>(n_par) : 0.0;
   // Largest --ctx-size that fits (KV grows monotonically with n_ctx), reported per slot.
   auto fits_ctx = [&](std::uint64_t ctx) {
     CacheParams q = p;
     q.n_ctx = ctx;
     return size_cache(model, cells, q).total() <= cap.available_kv_bytes;
   };
-  std::uint64_t lo = options.llamacpp.parallel, hi = std::max(n_ctx, n_ctx_train), best = 0;
+  std::uint64_t lo = n_par, hi = std::max(n_ctx, n_ctx_train), best = 0;
   if (fits_ctx(lo)) {
     best = lo;
     while (lo <= hi) {
@@ -396,7 +501,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
       }
     }
   }
-  cap.largest_max_model_len = unified ? best : best / options.llamacpp.parallel;
+  cap.largest_max_model_len = unified ? best : best / n_par;
   if (!cap.fits) {
     result.warnings.push_back("--ctx-size " + std::to_string(n_ctx) + " does not fit: weights " +
                               gib_text(result.weights.bytes_per_rank) + " + KV " + gib_text(cache.total()) +

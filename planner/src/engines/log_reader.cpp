@@ -16,7 +16,10 @@
 //                                           kv_cache_size=XGiB gpu_memory_utilization=X"
 //            executor                       "# GPU blocks: N, # CPU blocks: M"
 //   SGLang   srt/mem_cache/memory_pool.py   "KV Cache is allocated. #tokens: N, K size: X GB, V size: X GB"
-//   llama.cpp src/llama-kv-cache.cpp        "llama_kv_cache: size = X MiB (N cells, L layers, S/S seqs)"
+//   llama.cpp src/llama-kv-cache.cpp        "llama_kv_cache: size = X MiB (N cells, L layers, S/T seqs)":
+//                                           N is the cells of one stream, S n_seq_max, T n_stream (1 with
+//                                           a unified cache, else S): the cache holds N x T cells (b11312;
+//                                           older logs print "S seqs", one stream)
 //            v1/core/kv_cache_utils.py      "To serve at least one request with the models's max seq len
 //                                           (L), (X GiB KV cache is needed, which is larger than the
 //                                           available KV cache memory (Y GiB). ... the estimated maximum
@@ -69,7 +72,8 @@ EngineLogFigures read_engine_log(std::string_view text) {
   static const std::regex graphs(R"(Graph capturing finished in [0-9.]+ secs?, took (-?[0-9.]+) GiB)");
   static const std::regex sglang(
       R"(KV Cache is allocated\. #tokens: ([0-9]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB)");
-  static const std::regex llamacpp(R"(llama_kv_cache[a-z_]*: +size = +([0-9.]+) MiB \( *([0-9]+) cells)");
+  static const std::regex llamacpp(
+      R"(llama_kv_cache[a-z_]*: +size = +([0-9.]+) MiB \( *([0-9]+) cells(?:, +[0-9]+ layers, +([0-9]+)(?:/([0-9]+))? seqs)?)");
   static const std::regex trtllm(R"(Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9]+)\))");
   static const std::regex not_enough(
       R"(max seq len \(([0-9]+)\), \(([0-9.]+) GiB KV cache is needed.*available KV cache memory \((-?[0-9.]+) GiB\))");
@@ -147,7 +151,14 @@ EngineLogFigures read_engine_log(std::string_view text) {
     }
     if (std::regex_search(line, m, llamacpp)) {
       out.kv_size_gib = number_of(m[1]) / 1024.0;
-      out.kv_tokens = digits_of(m[2]);
+      // Cells per stream x streams ("S/T seqs"; "S seqs" and no seqs part: one stream).
+      const std::uint64_t streams = m[4].matched ? digits_of(m[4]) : 1;
+      const std::uint64_t cells = digits_of(m[2]), t = streams > 0 ? streams : 1;
+      out.kv_tokens = cells > UINT64_MAX / t ? UINT64_MAX : cells * t;  // saturate like digits_of
+      if (m[3].matched)
+        out.llamacpp_seqs = static_cast<std::uint32_t>(std::min<std::uint64_t>(digits_of(m[3]), 1u << 20));
+      if (m[4].matched)
+        out.llamacpp_streams = static_cast<std::uint32_t>(std::min<std::uint64_t>(streams, 1u << 20));
       set_engine(out, "llamacpp");
       matched = true;
     }

@@ -196,6 +196,7 @@ void store_option(EngineOptions& o, OptionField field, std::uint64_t value) {
       return;
     case F::parallel:
       o.llamacpp.parallel = static_cast<std::uint32_t>(value);
+      o.llamacpp.parallel_given = true;
       return;
     case F::ubatch_size:
       o.llamacpp.ubatch_size = value;
