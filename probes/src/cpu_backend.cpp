@@ -725,7 +725,13 @@ class CpuBackend final : public Backend {
       } else {
         attend_avx2(p, seq, first_head, heads, range.begin, range.end, states.data());
       }
-      const int interleave = kernel == CpuKernel::avx512_bf16 ? kAvx512Bf16Interleave : 0;
+      // The order the kernel leaves its accumulators in (cpu_kernel.hpp).
+      int interleave = 0;
+      if (kernel == CpuKernel::avx512_bf16) {
+        interleave = kAvx512Bf16Interleave;
+      } else if (p.dtype == kernels::ElementType::bf16) {
+        interleave = kAvx2Bf16Interleave;
+      }
       for (int h = 0; h < heads; ++h) {
         write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
                           interleave);

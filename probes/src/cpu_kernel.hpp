@@ -39,8 +39,10 @@ inline void row_offsets(const kernels::PagedDecodeParams& p, const std::int32_t*
 // Dimension order of a task's accumulators: 0 is natural; c means each run of
 // c dimensions holds its c/2 even dimensions, then its c/2 odd ones (what
 // widening bf16 pairs with a shift and a mask leaves). The portable bf16 path
-// leaves 16, the AVX-512 kernel 32; write_task_output restores the order.
+// leaves 16, the AVX2 kernel's bf16 path 16, the AVX-512 kernel 32;
+// write_task_output restores the order.
 constexpr int kPortableBf16Interleave = 16;
+constexpr int kAvx2Bf16Interleave = 16;
 constexpr int kAvx512Bf16Interleave = 32;
 
 // KV heads one task of the AVX-512 kernel walks together (cpu_backend.cpp).

@@ -8,9 +8,17 @@
 // before Sapphire Rapids) every probe took the portable kernel, which is
 // bound by instructions at ~27-30% of `probe bandwidth` (issue #15 item 7).
 // Here:
-//  - K and V are widened 8 elements at a time in natural order: bf16 with
-//    VPMOVZXWD + a 16-bit shift (exact), fp16 with VCVTPH2PS (F16C; exact,
-//    subnormals included), so no table and no interleaved order.
+//  - fp16 K and V are widened 8 elements at a time in natural order with
+//    VCVTPH2PS (F16C; exact, subnormals included). bf16 is widened 16 at a
+//    time from one 32-byte load: a 16-bit left shift gives the 8 even
+//    elements as fp32 and a mask of the high halves the 8 odd ones (both
+//    exact), two single-uop ALU instructions where VPMOVZXWD + shift took two
+//    loads, two shuffles and two shifts. The kernel is bound by its compute,
+//    not by memory (docs/measurements.md: the tile reads alone run at ~15 GB/s
+//    on one core, the whole kernel at ~6), so uops per element are the lever.
+//    q is widened the same way, so each score's dot product pairs the same
+//    elements; the accumulators of P x V come out in that even/odd order per
+//    16 dimensions (kAvx2Bf16Interleave) and write_task_output restores it.
 //  - each K vector feeds up to 4 query heads x 2 tokens of FMAs, and 8 dot
 //    products are reduced to one vector of 8 scores with 6 VHADDPS + 2 lane
 //    permutes (instead of a horizontal sum each).
@@ -71,6 +79,18 @@ KVS_AVX2_INLINE __m256 widen8(const std::uint16_t* p) {
   } else {
     return _mm256_cvtph_ps(raw);
   }
+}
+
+// 16 consecutive bf16 values as two fp32 vectors: the 8 even-indexed elements
+// (each 32-bit word's low half shifted up) and the 8 odd-indexed ones (the
+// high halves, low bits cleared). Exact: bf16 is the top half of an fp32.
+struct Wide16 {
+  __m256 even, odd;
+};
+KVS_AVX2_INLINE Wide16 widen16_bf16(const std::uint16_t* p) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)),
+          _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))))};
 }
 
 // exp of x <= 0, 8 lanes: the Cephes expf of the portable kernel's exp8
@@ -142,13 +162,30 @@ KVS_AVX2_INLINE void scores(const float* q, const std::uint16_t* const* k_rows, 
     for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
     const std::uint16_t* k0 = k_rows[t];
     const std::uint16_t* k1 = k_rows[t + 1];
-    for (int d = 0; d < HEAD_DIM; d += 8) {
-      const __m256 x0 = widen8<BF16>(k0 + d);
-      const __m256 x1 = widen8<BF16>(k1 + d);
-      for (int h = 0; h < NH; ++h) {
-        const __m256 qv = _mm256_load_ps(q + h * HEAD_DIM + d);
-        a[h] = _mm256_fmadd_ps(qv, x0, a[h]);
-        a[4 + h] = _mm256_fmadd_ps(qv, x1, a[4 + h]);
+    if constexpr (BF16) {
+      // q is in even/odd order per 16 (as attend widens it): q[d..d+7] pairs
+      // with the even elements of K's 16, q[d+8..d+15] with the odd ones.
+      for (int d = 0; d < HEAD_DIM; d += 16) {
+        const Wide16 x0 = widen16_bf16(k0 + d);
+        const Wide16 x1 = widen16_bf16(k1 + d);
+        for (int h = 0; h < NH; ++h) {
+          const __m256 qe = _mm256_load_ps(q + h * HEAD_DIM + d);
+          const __m256 qo = _mm256_load_ps(q + h * HEAD_DIM + d + 8);
+          a[h] = _mm256_fmadd_ps(qe, x0.even, a[h]);
+          a[4 + h] = _mm256_fmadd_ps(qe, x1.even, a[4 + h]);
+          a[h] = _mm256_fmadd_ps(qo, x0.odd, a[h]);
+          a[4 + h] = _mm256_fmadd_ps(qo, x1.odd, a[4 + h]);
+        }
+      }
+    } else {
+      for (int d = 0; d < HEAD_DIM; d += 8) {
+        const __m256 x0 = widen8<BF16>(k0 + d);
+        const __m256 x1 = widen8<BF16>(k1 + d);
+        for (int h = 0; h < NH; ++h) {
+          const __m256 qv = _mm256_load_ps(q + h * HEAD_DIM + d);
+          a[h] = _mm256_fmadd_ps(qv, x0, a[h]);
+          a[4 + h] = _mm256_fmadd_ps(qv, x1, a[4 + h]);
+        }
       }
     }
     alignas(32) float sums[8];
@@ -173,8 +210,17 @@ KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], 
       a[h][1] = _mm256_mul_ps(_mm256_load_ps(acc + h * HEAD_DIM + d + 8), r);
     }
     for (int t = 0; t < count; ++t) {
-      const __m256 v0 = widen8<BF16>(v_rows[t] + d);
-      const __m256 v1 = widen8<BF16>(v_rows[t] + d + 8);
+      // bf16: a[h][0] gathers dimensions d, d+2, ..., d+14 and a[h][1] the
+      // odd ones (kAvx2Bf16Interleave order); fp16: natural order.
+      __m256 v0, v1;
+      if constexpr (BF16) {
+        const Wide16 v = widen16_bf16(v_rows[t] + d);
+        v0 = v.even;
+        v1 = v.odd;
+      } else {
+        v0 = widen8<BF16>(v_rows[t] + d);
+        v1 = widen8<BF16>(v_rows[t] + d + 8);
+      }
       for (int h = 0; h < NH; ++h) {
         const __m256 w = _mm256_broadcast_ss(&weights[h][t]);
         a[h][0] = _mm256_fmadd_ps(w, v0, a[h][0]);
@@ -278,8 +324,16 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
   const __m256 scale = _mm256_set1_ps(p.scale);
-  for (std::size_t i = 0; i < q_floats; i += 8) {
-    _mm256_store_ps(q + i, _mm256_mul_ps(widen8<BF16>(q_task + i), scale));
+  if constexpr (BF16) {
+    for (std::size_t i = 0; i < q_floats; i += 16) {  // even/odd order, as K and V
+      const Wide16 w = widen16_bf16(q_task + i);
+      _mm256_store_ps(q + i, _mm256_mul_ps(w.even, scale));
+      _mm256_store_ps(q + i + 8, _mm256_mul_ps(w.odd, scale));
+    }
+  } else {
+    for (std::size_t i = 0; i < q_floats; i += 8) {
+      _mm256_store_ps(q + i, _mm256_mul_ps(widen8<BF16>(q_task + i), scale));
+    }
   }
   for (int h = 0; h < kv_head_count; ++h) {
     for (int g = 0; g < group; ++g) {
