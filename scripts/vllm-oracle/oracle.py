@@ -2,8 +2,8 @@
 
 For every catalog model (planner/data/models/*.json, HF config.json form) and a fixed KV
 budget, build the per-layer specs the way the model runner does (FullAttentionSpec,
-SlidingWindowSpec, ChunkedLocalAttentionSpec, MLAAttentionSpec; MambaSpec for recurrent
-layers), group them with get_global_kv_cache_groups, size them with get_kv_cache_configs,
+SlidingWindowSpec, ChunkedLocalAttentionSpec, MLAAttentionSpec; for hybrid models
+MambaSpec and the block size from vLLM's own hybrid alignment, as on an SM80 CUDA worker), group them with get_global_kv_cache_groups, size them with get_kv_cache_configs,
 and read the concurrency and the largest max_model_len from vLLM's own functions; then run
 `kvsight plan --kv-cache-memory-bytes` on the same model and budget. A row passes when
 fits agree and tokens and the largest max_model_len are within 0.5 %.
@@ -65,11 +65,69 @@ def layer_specs(model_config, block_size, torch):
             specs[name] = ChunkedLocalAttentionSpec(block_size=block_size, num_kv_heads=kv_heads,
                                                     head_size=head_dim, dtype=dtype,
                                                     attention_chunk_size=chunk)
-        elif kind in ("full_attention", "sliding_attention", "chunked_attention"):
+        elif kind in ("full_attention", "sliding_attention", "chunked_attention", "attention"):
             specs[name] = FullAttentionSpec(block_size=block_size, num_kv_heads=kv_heads,
                                             head_size=head_dim, dtype=dtype)
         else:
-            return None  # recurrent layers: not built here yet (reported as skipped)
+            return None  # recurrent layers: hybrid_specs builds these models
+    return specs
+
+
+def hybrid_layer_kinds(t):
+    """'attention' or 'recurrent' per layer, from the fields the HF config classes derive:
+    layer_types (Qwen3-Next, Qwen3.5 / 3.6: "full_attention" / "linear_attention") or
+    layers_block_type (Jamba: "attention" / "mamba")."""
+    kinds = list(getattr(t, "layer_types", None) or getattr(t, "layers_block_type", None) or [])
+    if len(kinds) != t.num_hidden_layers:
+        return None
+    return ["attention" if k in ("full_attention", "attention") else "recurrent" for k in kinds]
+
+
+def hybrid_specs(model_config, vllm_config, torch):
+    """Per-layer specs of a hybrid (attention + Mamba / linear-attention) model as a CUDA worker
+    on SM80 (A100) builds them in vllm 0.33.0:
+    - the block size from vLLM's own Platform._align_hybrid_block_size (platforms/interface.py),
+      with FLASH_ATTN as the attention backend (kernel blocks MultipleOf(16)). What the oracle
+      supplies: the backend list (_find_non_ssm_backends reads built layers, which this script
+      does not build) and "no prefill checkpoint alignment" (get_mamba_prefill_checkpoint_alignment
+      is None unless every Mamba layer exports checkpoints, which the GDN layer does only with
+      the FlashInfer GDN prefill on SM90 / SM10x: qwen_gdn_linear_attn.py 0.33.0);
+    - MambaSpec exactly as MambaBase.get_kv_cache_spec (layers/mamba/abstract.py), its shapes and
+      dtypes from the model class's get_mamba_state_shape_from_config /
+      get_mamba_state_dtype_from_config, mamba_block_size / page_size_padded / mamba_cache_mode
+      as the config update left them (prefix caching is on by default for hybrids since 0.28:
+      mamba_cache_mode "align", MambaModelConfig in models/config.py)."""
+    from vllm.model_executor.layers.mamba import abstract as mamba_abstract
+    from vllm.model_executor.models import ModelRegistry
+    from vllm.platforms.interface import Platform
+    from vllm.v1.attention.backends.flash_attn import FlashAttentionBackend
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, MambaSpec
+    t = model_config.hf_text_config
+    kinds = hybrid_layer_kinds(t)
+    if kinds is None:
+        return None
+    mamba_abstract.get_mamba_prefill_checkpoint_alignment = lambda _config: None
+    Platform._find_non_ssm_backends = classmethod(lambda cls, _config: [FlashAttentionBackend])
+    Platform._align_hybrid_block_size.__func__(Platform, vllm_config, FlashAttentionBackend)
+    cache = vllm_config.cache_config
+    model_cls, _ = ModelRegistry.resolve_model_cls(model_config.architecture,
+                                                   model_config=model_config)
+    shapes = tuple(tuple(s) for s in model_cls.get_mamba_state_shape_from_config(vllm_config))
+    dtypes = tuple(model_cls.get_mamba_state_dtype_from_config(vllm_config))
+    heads = t.num_attention_heads
+    kv_heads = getattr(t, "num_key_value_heads", None) or heads
+    head_dim = getattr(t, "head_dim", None) or t.hidden_size // heads
+    specs = {}
+    for i, kind in enumerate(kinds):
+        if kind == "attention":
+            specs[f"model.layers.{i}.self_attn.attn"] = FullAttentionSpec(
+                block_size=cache.block_size, num_kv_heads=kv_heads, head_size=head_dim,
+                dtype=torch.bfloat16)
+        else:
+            specs[f"model.layers.{i}.mixer"] = MambaSpec(
+                shapes=shapes, dtypes=dtypes, block_size=cache.mamba_block_size,
+                page_size_padded=cache.mamba_page_size_padded,
+                mamba_cache_mode=cache.mamba_cache_mode, num_speculative_blocks=0)
     return specs
 
 
@@ -80,9 +138,15 @@ def vllm_figures(model_dir, cfg, budget):
     from vllm.v1.core.kv_cache_utils import get_max_concurrency_for_kv_cache_config
 
     model_config = ModelConfig(model=str(model_dir), skip_tokenizer_init=True, dtype="bfloat16")
-    # VllmConfig fills the scheduler defaults from the model config (config/vllm.py).
-    vllm_config = VllmConfig(model_config=model_config, cache_config=CacheConfig(block_size=16))
-    specs = layer_specs(model_config, 16, torch)
+    hybrid = model_config.is_hybrid
+    # VllmConfig fills the scheduler defaults from the model config (config/vllm.py). A CUDA
+    # serve has prefix caching on for every model vLLM supports it on (engine/arg_utils.py:
+    # is_prefix_caching_supported, true for hybrids since 0.28); for hybrids it decides the
+    # Mamba cache mode, so it is set as a CUDA serve would (the CPU platform may not).
+    cache_config = CacheConfig(block_size=16, enable_prefix_caching=True)
+    vllm_config = VllmConfig(model_config=model_config, cache_config=cache_config)
+    specs = (hybrid_specs(model_config, vllm_config, torch) if hybrid
+             else layer_specs(model_config, 16, torch))
     if specs is None:
         return None
     # The engine core resolves one KV-cache layout before grouping (v1/engine/core.py,
@@ -98,6 +162,8 @@ def vllm_figures(model_dir, cfg, budget):
     largest = planning._estimate_max_model_len_from_groups(builder, vllm_config, groups, budget)
     sched = vllm_config.scheduler_config
     figures = {"largest": largest, "fits": largest >= model_config.max_model_len,
+               "block_size": vllm_config.cache_config.block_size,
+               "mamba_cache_mode": vllm_config.cache_config.mamba_cache_mode,
                "scheduler": {"max_num_batched_tokens": sched.max_num_batched_tokens,
                              "max_num_seqs": sched.max_num_seqs,
                              "async_scheduling": bool(sched.async_scheduling)}}

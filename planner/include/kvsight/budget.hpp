@@ -134,6 +134,7 @@ enum class OptionField {
   swa_full,
   ubatch_size,
   kv_unified,
+  speculative_config,
 };
 
 // One option as an engine's own command line spells it ("--tp-size" for SGLang).

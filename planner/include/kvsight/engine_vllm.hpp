@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "kvsight/speculative.hpp"
+
 namespace kvsight {
 
 struct VllmOptions {
@@ -17,6 +19,7 @@ struct VllmOptions {
   bool disable_prefix_caching = false;   // --no-enable-prefix-caching (hybrid default is on from 0.28)
   std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
   bool api_server = true;                // `vllm serve` defaults (vs offline LLM class, --offline)
+  std::optional<SpeculativeConfig> speculative;  // --speculative-config (draft KV layers, draft weights)
 };
 
 }  // namespace kvsight

@@ -30,9 +30,9 @@ std::string_view to_string(RecurrentKind kind);
 // (vllm/model_executor/layers/mamba/mamba_utils.py; formulas.md "Recurrent layers").
 struct RecurrentSpec {
   RecurrentKind kind = RecurrentKind::mamba2;
-  std::uint64_t d_inner = 0;  // mamba: expand x hidden (or mamba_d_inner / n_heads x head_dim)
-  std::uint64_t d_conv = 0;   // conv kernel width (conv state keeps d_conv - 1 columns)
-  std::uint64_t d_state = 0;  // mamba ssm state size
+  std::uint64_t d_inner = 0;   // mamba: expand x hidden (or mamba_d_inner / n_heads x head_dim)
+  std::uint64_t d_conv = 0;    // conv kernel width (conv state keeps d_conv - 1 columns)
+  std::uint64_t d_state = 0;   // mamba ssm state size
   std::uint64_t n_groups = 0;  // mamba2
   std::uint64_t n_heads = 0;   // mamba2 heads
   std::uint64_t head_dim = 0;  // mamba2 head dim
@@ -44,11 +44,11 @@ struct RecurrentSpec {
 
 struct LayerSpec {
   LayerKind kind = LayerKind::full_attention;
-  std::uint32_t kv_heads = 0;    // KV heads of this layer (MLA: 1 latent)
-  std::uint32_t head_dim_k = 0;  // K head dim (MLA: kv_lora_rank + qk_rope_head_dim)
-  std::uint32_t head_dim_v = 0;  // V head dim (MLA: 0, the latent is stored once)
-  std::uint64_t window = 0;      // sliding window W or chunk size C, tokens
-  bool rope = true;              // false for NoPE layers (SmolLM3, Llama 4 global layers)
+  std::uint32_t kv_heads = 0;         // KV heads of this layer (MLA: 1 latent)
+  std::uint32_t head_dim_k = 0;       // K head dim (MLA: kv_lora_rank + qk_rope_head_dim)
+  std::uint32_t head_dim_v = 0;       // V head dim (MLA: 0, the latent is stored once)
+  std::uint64_t window = 0;           // sliding window W or chunk size C, tokens
+  bool rope = true;                   // false for NoPE layers (SmolLM3, Llama 4 global layers)
   std::int32_t kv_source_layer = -1;  // shared_kv: index of the layer whose KV it reads
   bool indexer = false;               // MLA layer with a sparse-attention indexer K cache (DeepSeek V3.2)
 
@@ -91,7 +91,7 @@ struct MoeSpec {
   std::uint64_t moe_intermediate_size = 0;
   std::uint64_t shared_expert_intermediate_size = 0;  // when given separately (Qwen MoE)
   std::uint32_t first_k_dense_layers = 0;             // DeepSeek first_k_dense_replace
-  std::uint32_t moe_layer_frequency = 1;              // every Nth layer is MoE (Llama 4: interleave_moe_layer_step)
+  std::uint32_t moe_layer_frequency = 1;  // every Nth layer is MoE (Llama 4: interleave_moe_layer_step)
   bool is_moe() const { return num_experts > 0; }
 };
 
@@ -140,6 +140,11 @@ struct ModelSpec {
   // names the architecture counted.
   std::uint64_t vision_params = 0;
   std::string vision_tower;
+
+  // Multi-token-prediction layers outside num_hidden_layers (DeepSeek V3 / GLM-4.5
+  // num_nextn_predict_layers, Qwen3.5 / 3.6 mtp_num_hidden_layers): an engine's MTP drafter
+  // runs them and gives each a KV cache (vllm/config/speculative.py hf_config_override, 0.33).
+  std::uint32_t mtp_layers = 0;
 
   std::uint64_t max_position_embeddings = 0;
   std::uint64_t config_max_len = 0;  // min over every length key vLLM reads (n_positions, max_seq_len, ...)

@@ -6,6 +6,7 @@
 #include "kvsight/counts.hpp"
 #include "kvsight/engine_options.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/speculative.hpp"
 
 namespace kvsight {
 
@@ -122,6 +123,14 @@ const std::vector<OptionFieldInfo>& option_fields() {
       {F::swa_full, "swa_full", {}, K::flag, "full-size cache for sliding-window layers", {}},
       {F::ubatch_size, "ubatch_size", {}, K::count, "n_ubatch (default 512)", {}},
       {F::kv_unified, "kv_unified", {}, K::flag, "one KV buffer shared by all slots", {}},
+      {F::speculative_config,
+       "speculative_config",
+       {},
+       K::text,
+       "speculative decoding as vLLM's JSON, e.g. '{\"method\": \"eagle\", \"model\": \"DRAFT\", "
+       "\"num_speculative_tokens\": 3}' or '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}': "
+       "adds the draft's KV layers and weights",
+       {}},
   };
   return fields;
 }
@@ -276,16 +285,18 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
     case F::enable_prefix_caching:
     case F::disable_prefix_caching:
       if (o.vllm.enable_prefix_caching || o.vllm.disable_prefix_caching)
-        throw InputError(name, "contradicts the other prefix-caching flag; give --enable-prefix-caching or "
-                               "--no-enable-prefix-caching, not both");
+        throw InputError(name,
+                         "contradicts the other prefix-caching flag; give --enable-prefix-caching or "
+                         "--no-enable-prefix-caching, not both");
       (field == F::enable_prefix_caching ? o.vllm.enable_prefix_caching : o.vllm.disable_prefix_caching) =
           true;
       return;
     case F::async_scheduling:
     case F::no_async_scheduling:
       if (o.vllm.async_scheduling)
-        throw InputError(name, "contradicts the other async-scheduling flag; give --async-scheduling or "
-                               "--no-async-scheduling, not both");
+        throw InputError(name,
+                         "contradicts the other async-scheduling flag; give --async-scheduling or "
+                         "--no-async-scheduling, not both");
       o.vllm.async_scheduling = field == F::async_scheduling;
       return;
     case F::offline:
@@ -302,6 +313,9 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
       return;
     case F::kv_unified:
       o.llamacpp.kv_unified = true;
+      return;
+    case F::speculative_config:
+      o.vllm.speculative = parse_speculative_config(text);
       return;
   }
 }

@@ -28,6 +28,7 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
+#include "vllm_speculative.hpp"
 #include "vllm_stages.hpp"
 
 namespace kvsight {
@@ -137,7 +138,7 @@ std::uint64_t indexer_k_bytes_per_token(const IndexerSpec& indexer) {
 }
 
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
-                                              std::uint32_t attn_block) {
+                                              std::uint32_t attn_block, std::uint32_t speculative_blocks) {
   std::vector<LayerCacheSpec> specs;
   const std::uint64_t state_page =
       has_recurrent(model) ? recurrent_state_bytes(*model.recurrent, tp).total() : 0;
@@ -171,6 +172,7 @@ std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTy
       // HybridAttentionMambaModelConfig: the Mamba page is padded to the attention page
       // (mamba_page_size_padded) once the attention block is raised to cover it.
       s.page_bytes = attn_page_max > 0 ? std::max(state_page, attn_page_max) : state_page;
+      s.speculative_blocks = speculative_blocks;
     } else {
       s.bytes_per_token = layer_kv_bytes_per_token(l, types, tp);
       s.window = (s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) ? l.window : 0;
@@ -506,9 +508,10 @@ std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint
       return ceil_div(tokens, s.block_size);
     }
     case SpecKind::mamba:
-      // MambaSpec: one state page per request; prefix caching "align" mode keeps 2
-      // (formulas.md "Recurrent layers").
-      return align_mode ? 2 : 1;
+      // MambaSpec.max_memory_usage_bytes: one state page per request; prefix caching "align"
+      // mode keeps 2 (formulas.md "Recurrent layers"); speculative decoding one more per
+      // speculative token (num_speculative_blocks, v1/kv_cache_interface.py 0.33.0).
+      return (align_mode ? 2 : 1) + s.speculative_blocks;
   }
   return 0;
 }
@@ -701,13 +704,24 @@ class VllmEngine final : public Engine {
             {OptionField::disable_prefix_caching, {"--no-enable-prefix-caching"}},
             {OptionField::async_scheduling, {"--async-scheduling"}},
             {OptionField::no_async_scheduling, {"--no-async-scheduling"}},
-            {OptionField::offline, {"--offline"}}};
+            {OptionField::offline, {"--offline"}},
+            {OptionField::speculative_config, {"--speculative-config"}}};
   }
   // vllm/config/cache.py CacheDType, plus the per-token-head and NVFP4 caches the dtype
   // table models (formulas.md "KV dtypes").
   std::vector<std::string> kv_cache_dtypes() const override {
-    return {"auto",     "bfloat16", "float16", "bf16",       "fp16",               "fp8",
-            "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "fp8_per_token_head", "int8_per_token_head",
+    return {"auto",
+            "bfloat16",
+            "float16",
+            "bf16",
+            "fp16",
+            "fp8",
+            "fp8_e4m3",
+            "fp8_e5m2",
+            "fp8_inc",
+            "fp8_ds_mla",
+            "fp8_per_token_head",
+            "int8_per_token_head",
             "nvfp4"};
   }
   BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override {
@@ -715,13 +729,15 @@ class VllmEngine final : public Engine {
     if (options.block_size) {
       const std::uint32_t b = *options.block_size;
       if (!(b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256))
-        throw InputError("block_size", "is " + std::to_string(b) +
-                                           "; allowed: 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)");
+        throw InputError("block_size",
+                         "is " + std::to_string(b) +
+                             "; allowed: 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)");
     }
     const std::uint32_t tokens = vllm_block_size(model, options);
     if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size"};
     if (has_recurrent(model) && model.attention_layer_count() > 0)
-      return {tokens, "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
+      return {tokens,
+              "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
     if (is_mla_model(model) && tokens != options.block_size.value_or(16))
       return {tokens, "MLA backend's block size (vllm/platforms/cuda.py)"};
     return {tokens, "vLLM default"};
@@ -737,7 +753,8 @@ class VllmEngine final : public Engine {
       const auto asked = static_cast<std::uint64_t>(*options.max_model_len);
       const bool ok = asked <= limit;
       checks.push_back({"max_model_len within the model's maximum", ok,
-                        "max_model_len " + std::to_string(asked) + (ok ? " <= " : " > ") + std::to_string(limit) +
+                        "max_model_len " + std::to_string(asked) + (ok ? " <= " : " > ") +
+                            std::to_string(limit) +
                             (ok ? "" : " (set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 to override)"),
                         "vllm/config/model.py _get_and_verify_max_len"});
     }
@@ -845,10 +862,16 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
-PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const EngineOptions& options) const {
   check_common_options(options);
-  if (model.layers.empty()) throw InputError("--model", "the model has no layers");
+  if (target.layers.empty()) throw InputError("--model", "the model has no layers");
+  // --speculative-config: the drafter's attention layers take KV beside the target's
+  // (vllm_speculative.cpp); `model` is the target with them appended, used for every KV
+  // figure; weights and the profile run stay the target's, plus the drafter's weights.
+  DraftPlan draft;
+  const ModelSpec model = with_draft_layers(target, options, draft);
   PlanResult result;
+  append(result.notes, draft.notes);
   result.engine = "vllm";
   const Version version = resolve_version(options);
   result.engine_version = version.text;
@@ -867,7 +890,8 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
   const bool sliding_window = std::any_of(model.layers.begin(), model.layers.end(), [](const LayerSpec& l) {
     return l.kind == LayerKind::sliding_window;
   });
-  const SchedulerLimits limits = scheduler_limits(version, options, total, gpu, max_model_len, sliding_window);
+  const SchedulerLimits limits =
+      scheduler_limits(version, options, total, gpu, max_model_len, sliding_window);
   const VersionRules rules = rules_for(version);
   // Sliding-window / chunked-local pages cover max_in_flight_tokens = max_concurrent_batches x
   // max_num_batched_tokens (config/vllm.py max_in_flight_tokens, 0.26+); 1 x T before.
@@ -886,8 +910,10 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
 
   // Stages 1-3: per-layer specs, groups, per-stage projection.
   const bool align_mode = prefix_caching_align(model, options);
-  const Layout layout =
-      group_kv_cache_specs(layer_cache_specs(model, types, options.tp, block), model.num_layers());
+  const Layout layout = group_kv_cache_specs(
+      layer_cache_specs(model, types, options.tp, block,
+                        options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0),
+      model.num_layers());
   describe_block_and_layout(model, types, options, block, align_mode, layout, result);
   const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);
 
@@ -925,13 +951,22 @@ PlanResult VllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu, const En
       checked_mul(result.kv.blocks_per_sequence, stages[kv_stage].block_bytes, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
 
-  result.weights = weights_for(model, options, result);
+  result.weights = weights_for(target, options, result);
+  if (draft.weight_bytes_per_rank > 0 && !options.overheads.weights_gib) {
+    // load_model loads the drafter after the target (gpu_model_runner.py, 0.33.0), so
+    // "Model loading took" counts both; a --weights-gib figure is taken as that total.
+    result.weights.bytes = checked_add(result.weights.bytes, draft.weight_bytes, "weights");
+    result.weights.bytes_per_rank =
+        checked_add(result.weights.bytes_per_rank, draft.weight_bytes_per_rank, "weights per rank");
+    result.assumptions.push_back(
+        {"draft weights per rank", gib_text(draft.weight_bytes_per_rank), draft.weights_why});
+  }
 
   if (!total && !options.vllm.kv_cache_memory_bytes) return result;
 
   // The worker's budget.
   const MemoryBudget budget =
-      memory_budget(version, model, options, total, result.weights.bytes_per_rank, limits);
+      memory_budget(version, target, options, total, result.weights.bytes_per_rank, limits);
   append(result.assumptions, budget.assumptions);
   append(result.notes, budget.notes);
   append(result.warnings, budget.warnings);

@@ -67,6 +67,9 @@ struct CacheSpec {
   std::uint64_t window = 0;           // sliding window W / attention chunk C
   std::uint64_t block_size = 0;       // tokens per block (0 for Mamba: one page per request)
   std::uint64_t page_bytes = 0;       // after padding / unification
+  // Mamba: the extra state pages speculative decoding keeps per request (MambaSpec
+  // num_speculative_blocks = num_speculative_tokens, v1/kv_cache_interface.py 0.33.0).
+  std::uint64_t speculative_blocks = 0;
   bool operator==(const CacheSpec&) const = default;
 };
 
@@ -137,8 +140,9 @@ std::string_view spec_name(SpecKind kind);
 
 // 1. Every KV-holding layer's spec at block size `attn_block` (Mamba pages padded to the
 //    largest attention page). Throws InputError for a sliding/chunked layer without a window.
+// speculative_blocks: --speculative-config's num_speculative_tokens (extra Mamba pages).
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
-                                              std::uint32_t attn_block);
+                                              std::uint32_t attn_block, std::uint32_t speculative_blocks = 0);
 
 // 2. vLLM's KV cache groups over all layers (global, as vLLM merges every worker's specs).
 Layout group_kv_cache_specs(std::vector<LayerCacheSpec> specs, std::uint32_t num_layers);

@@ -130,13 +130,13 @@ const std::set<std::string> kAllLayersSliding = {"mistral", "mixtral", "phi3", "
 
 // Model types whose tie_word_embeddings default is true when the key is absent
 // (transformers PretrainedConfig default True; Llama-family configs pass False).
-const std::set<std::string> kTiedByDefault = {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma3n",
-                                              "gemma3n_text", "smollm3", "mamba", "mamba2"};
+const std::set<std::string> kTiedByDefault = {"gemma",        "gemma2",  "gemma3", "gemma3_text", "gemma3n",
+                                              "gemma3n_text", "smollm3", "mamba",  "mamba2"};
 
 // Allowed rope_scaling types (transformers modeling_rope_utils ROPE_INIT_FUNCTIONS,
 // plus "su" (old longrope name) and "mrope" (Qwen2-VL)).
-const std::set<std::string> kRopeTypes = {"default", "linear", "dynamic", "yarn", "longrope",
-                                          "llama3", "su", "mrope", "proportional"};
+const std::set<std::string> kRopeTypes = {"default", "linear", "dynamic", "yarn",        "longrope",
+                                          "llama3",  "su",     "mrope",   "proportional"};
 
 // Defaults of transformers' config classes for fields real configs omit (the
 // Gemma 3 27B config.json has no vocab_size, max_position_embeddings,
@@ -149,14 +149,22 @@ struct ClassDefault {
   const char* value;  // JSON text
 };
 constexpr ClassDefault kClassDefaults[] = {
-    {"gemma3_text", "vocab_size", "262208"},          {"gemma3_text", "max_position_embeddings", "131072"},
-    {"gemma3_text", "rope_theta", "1000000.0"},       {"gemma3_text", "sliding_window", "4096"},
-    {"gemma3_text", "sliding_window_pattern", "6"},   {"gemma3_text", "head_dim", "256"},
-    {"gemma2", "vocab_size", "256000"},               {"gemma2", "max_position_embeddings", "8192"},
-    {"gemma2", "sliding_window", "4096"},             {"gemma2", "head_dim", "256"},
-    {"llama", "max_position_embeddings", "2048"},     {"llama", "rope_theta", "10000.0"},
-    {"mistral", "max_position_embeddings", "131072"}, {"mistral", "rope_theta", "10000.0"},
-    {"qwen2", "max_position_embeddings", "32768"},    {"qwen3", "max_position_embeddings", "32768"},
+    {"gemma3_text", "vocab_size", "262208"},
+    {"gemma3_text", "max_position_embeddings", "131072"},
+    {"gemma3_text", "rope_theta", "1000000.0"},
+    {"gemma3_text", "sliding_window", "4096"},
+    {"gemma3_text", "sliding_window_pattern", "6"},
+    {"gemma3_text", "head_dim", "256"},
+    {"gemma2", "vocab_size", "256000"},
+    {"gemma2", "max_position_embeddings", "8192"},
+    {"gemma2", "sliding_window", "4096"},
+    {"gemma2", "head_dim", "256"},
+    {"llama", "max_position_embeddings", "2048"},
+    {"llama", "rope_theta", "10000.0"},
+    {"mistral", "max_position_embeddings", "131072"},
+    {"mistral", "rope_theta", "10000.0"},
+    {"qwen2", "max_position_embeddings", "32768"},
+    {"qwen3", "max_position_embeddings", "32768"},
 };
 
 void apply_class_defaults(json& text, const std::string& model_type, const std::string& prefix,
@@ -185,7 +193,8 @@ struct ParsedKinds {
 
 LayerKind kind_from_layer_type(const std::string& value, const std::string& field, RecurrentKind& rkind,
                                bool& has_recurrent, const std::string& model_type) {
-  if (value == "full_attention" || value == "attention" || value == "global_attention") return LayerKind::full_attention;
+  if (value == "full_attention" || value == "attention" || value == "global_attention")
+    return LayerKind::full_attention;
   if (value == "sliding_attention" || value == "sliding_window" || value == "local_attention")
     return LayerKind::sliding_window;
   if (value == "chunked_attention") return LayerKind::chunked_local;
@@ -299,7 +308,8 @@ Quantization read_quantization(const ConfigReader& r) {
     bool four = false;
     if (auto f = c.find("load_in_4bit"); f != c.end() && !f->is_null()) {
       if (!f->is_boolean())
-        throw InputError("quantization_config.load_in_4bit", "is " + describe(*f) + "; true or false is required");
+        throw InputError("quantization_config.load_in_4bit",
+                         "is " + describe(*f) + "; true or false is required");
       four = f->get<bool>();
     }
     // NF4 with a fp32 absmax per 64 (4 + 32/64); int8 LLM.int8 ~8.
@@ -324,10 +334,11 @@ Quantization read_quantization(const ConfigReader& r) {
   } else if (q.method == "bitnet") {
     q.bits_per_weight = 1.58;
   } else if (!q.method.empty()) {
-    throw InputError("quantization_config.quant_method",
-                     "unknown method '" + q.method +
-                         "'; allowed: gptq, awq, fp8, mxfp4, modelopt (nvfp4), bitsandbytes, compressed-tensors, "
-                         "bitnet (override the weights with --weights-gib)");
+    throw InputError(
+        "quantization_config.quant_method",
+        "unknown method '" + q.method +
+            "'; allowed: gptq, awq, fp8, mxfp4, modelopt (nvfp4), bitsandbytes, compressed-tensors, "
+            "bitnet (override the weights with --weights-gib)");
   }
   return q;
 }
@@ -347,13 +358,16 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   if (!v) return rs;
   if (!v->is_object()) throw InputError(field, "is " + describe(*v) + "; an object or null is required");
   std::string type;
-  if (auto t = v->find("rope_type"); t != v->end() && t->is_string()) type = t->get<std::string>();
-  else if (auto t2 = v->find("type"); t2 != v->end() && t2->is_string()) type = t2->get<std::string>();
+  if (auto t = v->find("rope_type"); t != v->end() && t->is_string())
+    type = t->get<std::string>();
+  else if (auto t2 = v->find("type"); t2 != v->end() && t2->is_string())
+    type = t2->get<std::string>();
   if (type.empty()) type = "default";
   if (!kRopeTypes.count(type))
-    throw InputError(field + ".rope_type", "unknown rope scaling type '" + type +
-                                               "'; allowed: default, linear, dynamic, yarn, longrope, llama3, "
-                                               "su, mrope");
+    throw InputError(field + ".rope_type",
+                     "unknown rope scaling type '" + type +
+                         "'; allowed: default, linear, dynamic, yarn, longrope, llama3, "
+                         "su, mrope");
   rs.type = type;
   auto num = [&](const char* key, double fallback) {
     auto it = v->find(key);
@@ -364,10 +378,12 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   };
   rs.factor = num("factor", 1.0);
   if (!(rs.factor > 0.0) || !std::isfinite(rs.factor))
-    throw InputError(field + ".factor", "is " + std::to_string(rs.factor) + "; a positive number is required");
+    throw InputError(field + ".factor",
+                     "is " + std::to_string(rs.factor) + "; a positive number is required");
   const double original = num("original_max_position_embeddings", 0.0);
   if (!(original >= 0 && original < 1.8e19))  // the cast below is UB beyond 2^64 (fuzz finding)
-    throw InputError(field + ".original_max_position_embeddings", "must be a non-negative integer below 2^64");
+    throw InputError(field + ".original_max_position_embeddings",
+                     "must be a non-negative integer below 2^64");
   rs.original_max_position_embeddings = static_cast<std::uint64_t>(original);
   rs.low_freq_factor = num("low_freq_factor", 0.0);
   rs.high_freq_factor = num("high_freq_factor", 0.0);
@@ -377,7 +393,8 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
 // Layer kinds for every layer, from whichever of the config's layer-pattern
 // fields is present. Order of precedence: explicit layer_types, then the
 // architecture-specific pattern fields.
-ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_type, std::uint64_t n, ModelSpec& spec) {
+ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_type, std::uint64_t n,
+                             ModelSpec& spec) {
   ParsedKinds out;
   out.kinds.assign(n, LayerKind::full_attention);
   const std::uint64_t sliding_window = r.positive("sliding_window").value_or(0);
@@ -420,7 +437,8 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
       const json& t = (*types)[i];
       const std::string f = field + "[" + std::to_string(i) + "]";
       if (!t.is_string()) throw InputError(f, "is " + describe(t) + "; a layer type name is required");
-      out.kinds[i] = kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, model_type);
+      out.kinds[i] =
+          kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, model_type);
     }
     return out;
   }
@@ -435,12 +453,21 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
                                   std::to_string(n) + "; they must match");
     for (std::uint64_t i = 0; i < n; ++i) {
       switch (p[i]) {
-        case 'M': out.kinds[i] = LayerKind::recurrent; out.has_recurrent = true; break;
-        case '*': out.kinds[i] = LayerKind::full_attention; break;
-        case '-': case 'E': out.kinds[i] = LayerKind::none; break;
+        case 'M':
+          out.kinds[i] = LayerKind::recurrent;
+          out.has_recurrent = true;
+          break;
+        case '*':
+          out.kinds[i] = LayerKind::full_attention;
+          break;
+        case '-':
+        case 'E':
+          out.kinds[i] = LayerKind::none;
+          break;
         default:
-          throw InputError(field, std::string("character '") + p[i] + "' at " + std::to_string(i) +
-                                      " is not a layer kind; allowed: M (Mamba2), * (attention), - (MLP), E (MoE)");
+          throw InputError(field,
+                           std::string("character '") + p[i] + "' at " + std::to_string(i) +
+                               " is not a layer kind; allowed: M (Mamba2), * (attention), - (MLP), E (MoE)");
       }
     }
     out.recurrent_kind = RecurrentKind::mamba2;
@@ -451,8 +478,9 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
     const auto period = *r.positive("attn_layer_period");
     const auto offset = r.positive("attn_layer_offset", true).value_or(0);
     if (offset >= period)
-      throw InputError(r.path("attn_layer_offset"), "is " + std::to_string(offset) + "; it must be below attn_layer_period " +
-                                                        std::to_string(period));
+      throw InputError(
+          r.path("attn_layer_offset"),
+          "is " + std::to_string(offset) + "; it must be below attn_layer_period " + std::to_string(period));
     for (std::uint64_t i = 0; i < n; ++i)
       out.kinds[i] = i % period == offset ? LayerKind::full_attention : LayerKind::recurrent;
     out.has_recurrent = true;
@@ -519,7 +547,8 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
         for (std::uint64_t i = 0; i < n; ++i)
           out.kinds[i] = i >= max_window_layers ? LayerKind::sliding_window : LayerKind::full_attention;
       } else {
-        spec.notes.push_back("sliding_window is set but use_sliding_window is false: full attention on every layer");
+        spec.notes.push_back(
+            "sliding_window is set but use_sliding_window is false: full attention on every layer");
       }
       return out;
     }
@@ -529,7 +558,8 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
                            " applies to every layer (as transformers and vLLM apply it)");
       return out;
     }
-    spec.notes.push_back("sliding_window " + std::to_string(sliding_window) + " is set but model_type '" + model_type +
+    spec.notes.push_back("sliding_window " + std::to_string(sliding_window) + " is set but model_type '" +
+                         model_type +
                          "' has no layer pattern for it: treated as full attention on every layer");
   }
   return out;
@@ -551,7 +581,8 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
     rec.ssm_dtype = canonical_torch_dtype(r.string("mamba_ssm_dtype"), r.path("mamba_ssm_dtype"));
   } else {
     rec.ssm_dtype = spec.dtype;
-    spec.notes.push_back("mamba_ssm_dtype absent: recurrent ssm state assumed in the model dtype (" + spec.dtype + ")");
+    spec.notes.push_back("mamba_ssm_dtype absent: recurrent ssm state assumed in the model dtype (" +
+                         spec.dtype + ")");
   }
   const std::uint64_t hidden = spec.hidden_size;
   auto need = [&](std::initializer_list<const char*> keys) { return r.required_positive(keys); };
@@ -575,9 +606,12 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       break;
     }
     case RecurrentKind::mamba2: {
-      rec.n_heads = r.positive("mamba_num_heads").value_or(r.positive("mamba_n_heads").value_or(opt("num_heads", 0)));
-      rec.head_dim = r.positive("mamba_head_dim").value_or(r.positive("mamba_d_head").value_or(opt("head_dim", 0)));
-      rec.d_state = r.positive("ssm_state_size").value_or(r.positive("mamba_d_state").value_or(opt("state_size", 128)));
+      rec.n_heads =
+          r.positive("mamba_num_heads").value_or(r.positive("mamba_n_heads").value_or(opt("num_heads", 0)));
+      rec.head_dim =
+          r.positive("mamba_head_dim").value_or(r.positive("mamba_d_head").value_or(opt("head_dim", 0)));
+      rec.d_state =
+          r.positive("ssm_state_size").value_or(r.positive("mamba_d_state").value_or(opt("state_size", 128)));
       rec.n_groups = r.positive("n_groups").value_or(r.positive("mamba_n_groups").value_or(1));
       rec.d_conv = r.positive("conv_kernel").value_or(r.positive("mamba_d_conv").value_or(4));
       if (rec.n_heads == 0 || rec.head_dim == 0)
@@ -856,7 +890,8 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
   }
   if (auto interval = r.positive("no_rope_layer_interval")) {
     for (std::uint64_t i = 0; i < n; ++i) spec.layers[i].rope = (i + 1) % *interval != 0;
-    spec.notes.push_back("no_rope_layers absent: derived from no_rope_layer_interval " + std::to_string(*interval));
+    spec.notes.push_back("no_rope_layers absent: derived from no_rope_layer_interval " +
+                         std::to_string(*interval));
     return;
   }
   if (spec.model_type == "llama4_text" || spec.model_type == "llama4") {
@@ -906,7 +941,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     if (what.rfind("not valid JSON", 0) == 0) what = "is " + what;
     throw InputError(origin, what);
   }
-  if (!root.is_object()) throw InputError(origin, "is JSON but not an object; a config.json object is required");
+  if (!root.is_object())
+    throw InputError(origin, "is JSON but not an object; a config.json object is required");
 
   bool nested = false;
   const json* text = &root;
@@ -920,13 +956,15 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   json text_copy = *text;
   {
     std::string type;
-    if (auto t = text_copy.find("model_type"); t != text_copy.end() && t->is_string()) type = t->get<std::string>();
+    if (auto t = text_copy.find("model_type"); t != text_copy.end() && t->is_string())
+      type = t->get<std::string>();
     if (type == "gemma3" && nested) type = "gemma3_text";
     apply_class_defaults(text_copy, type, nested ? "text_config." : "", spec.notes);
   }
   ConfigReader r(root, text_copy, origin, nested);
 
-  if (auto it = root.find("architectures"); it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+  if (auto it = root.find("architectures");
+      it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
     spec.architecture = (*it)[0].get<std::string>();
   spec.model_type = r.string("model_type");
   if (spec.model_type.empty() && root.contains("model_type") && root["model_type"].is_string())
@@ -937,8 +975,11 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   spec.quantization = read_quantization(r);
 
   spec.hidden_size = r.required_positive({"hidden_size", "d_model", "n_embd"});
-  const std::uint64_t n_layers = r.required_positive({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
-  if (n_layers > 100000) throw InputError(r.path("num_hidden_layers"), "is " + std::to_string(n_layers) + "; at most 100000 allowed");
+  const std::uint64_t n_layers =
+      r.required_positive({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
+  if (n_layers > 100000)
+    throw InputError(r.path("num_hidden_layers"),
+                     "is " + std::to_string(n_layers) + "; at most 100000 allowed");
   spec.vocab_size = r.required_positive({"vocab_size", "padded_vocab_size"});
   if (const json* inter = r.find("intermediate_size"); inter && inter->is_array()) {
     // Gemma 3n gives one intermediate size per layer: the weights use their mean.
@@ -947,20 +988,23 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
                                                         std::to_string(n_layers) + " layers");
     std::uint64_t sum = 0;
     for (std::size_t i = 0; i < inter->size(); ++i)
-      sum = checked_add(sum, r.as_positive((*inter)[i], r.path("intermediate_size") + "[" + std::to_string(i) + "]"),
-                        r.path("intermediate_size"));
+      sum = checked_add(
+          sum, r.as_positive((*inter)[i], r.path("intermediate_size") + "[" + std::to_string(i) + "]"),
+          r.path("intermediate_size"));
     spec.intermediate_size = sum / n_layers;
     spec.notes.push_back("intermediate_size is a per-layer list: weights use the mean " +
                          std::to_string(spec.intermediate_size));
   } else {
-    spec.intermediate_size = r.positive("intermediate_size").value_or(r.positive("ffn_hidden_size").value_or(0));
+    spec.intermediate_size =
+        r.positive("intermediate_size").value_or(r.positive("ffn_hidden_size").value_or(0));
   }
   // Gemma 3n per-layer input embeddings: vocab_size_per_layer_input x layers x
   // hidden_size_per_layer_input (transformers gemma3n embed_tokens_per_layer).
   if (auto per_layer_vocab = r.positive("vocab_size_per_layer_input")) {
     if (auto per_layer_hidden = r.positive("hidden_size_per_layer_input"))
-      spec.per_layer_embedding_params = checked_mul(checked_mul(*per_layer_vocab, n_layers, "vocab_size_per_layer_input"),
-                                                    *per_layer_hidden, "hidden_size_per_layer_input");
+      spec.per_layer_embedding_params =
+          checked_mul(checked_mul(*per_layer_vocab, n_layers, "vocab_size_per_layer_input"),
+                      *per_layer_hidden, "hidden_size_per_layer_input");
   }
 
   ParsedKinds kinds = read_layer_kinds(r, spec.model_type, n_layers, spec);
@@ -973,34 +1017,39 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     const std::uint64_t heads = r.required_positive({"num_attention_heads", "n_head", "num_heads"});
     spec.num_attention_heads = r.as_u32(heads, r.path("num_attention_heads"));
     std::uint64_t kv = 0;
-    if (auto v = r.positive("num_key_value_heads")) kv = *v;
-    else if (auto v2 = r.positive("num_kv_heads")) kv = *v2;
-    else if (auto v3 = r.positive("multi_query_group_num")) kv = *v3;
-    else if (r.boolean("multi_query", false)) kv = 1;
+    if (auto v = r.positive("num_key_value_heads"))
+      kv = *v;
+    else if (auto v2 = r.positive("num_kv_heads"))
+      kv = *v2;
+    else if (auto v3 = r.positive("multi_query_group_num"))
+      kv = *v3;
+    else if (r.boolean("multi_query", false))
+      kv = 1;
     else {
       kv = heads;
-      if (has_attention) spec.notes.push_back("num_key_value_heads absent: assumed equal to num_attention_heads (MHA)");
+      if (has_attention)
+        spec.notes.push_back("num_key_value_heads absent: assumed equal to num_attention_heads (MHA)");
     }
     if (kv > heads || heads % kv != 0)
-      throw InputError(r.path("num_key_value_heads"), std::to_string(kv) + " does not divide num_attention_heads " +
-                                                           std::to_string(heads) +
-                                                           "; kv heads must divide the query heads (GQA groups)");
+      throw InputError(r.path("num_key_value_heads"),
+                       std::to_string(kv) + " does not divide num_attention_heads " + std::to_string(heads) +
+                           "; kv heads must divide the query heads (GQA groups)");
     spec.num_kv_heads = r.as_u32(kv, r.path("num_key_value_heads"));
     if (auto hd = r.positive("head_dim")) {
       spec.head_dim = r.as_u32(*hd, r.path("head_dim"));
     } else if (spec.model_type == "mamba2" || spec.model_type == "nemotron_h" ? false : true) {
       if (spec.hidden_size % heads != 0)
         throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
-                                                 " is not a multiple of num_attention_heads " + std::to_string(heads) +
-                                                 "; give head_dim");
+                                                 " is not a multiple of num_attention_heads " +
+                                                 std::to_string(heads) + "; give head_dim");
       spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
     }
     if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
       spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
     if (spec.head_dim == 0 && has_attention)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
       throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
-                                               " is not a multiple of num_attention_heads " + std::to_string(heads) +
-                                               "; give head_dim");
+                                               " is not a multiple of num_attention_heads " +
+                                               std::to_string(heads) + "; give head_dim");
     spec.attention_bias = r.boolean("attention_bias", r.boolean("qkv_bias", false));
   }
 
@@ -1028,25 +1077,32 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     if (experts == 0) experts = r.positive("num_experts", true).value_or(0);
     moe.num_experts = r.as_u32(experts, r.path("num_experts"));
     if (moe.num_experts > 0) {
-      moe.experts_per_token = r.as_u32(r.positive("num_experts_per_tok").value_or(
-                                           r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
-                                       r.path("num_experts_per_tok"));
-      moe.num_shared_experts = r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
+      moe.experts_per_token = r.as_u32(
+          r.positive("num_experts_per_tok")
+              .value_or(r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
+          r.path("num_experts_per_tok"));
+      moe.num_shared_experts =
+          r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
       if (spec.model_type.rfind("llama4", 0) == 0 && !r.has("n_shared_experts")) {
         // Llama 4 MoE layers always carry one shared expert (transformers llama4
         // Llama4TextMoe.shared_expert); the config has no field for it.
         moe.num_shared_experts = 1;
       }
-      moe.moe_intermediate_size = r.positive("moe_intermediate_size").value_or(
-          r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
+      moe.moe_intermediate_size =
+          r.positive("moe_intermediate_size")
+              .value_or(r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
       moe.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size", true).value_or(0);
-      moe.first_k_dense_layers = r.as_u32(r.positive("first_k_dense_replace", true).value_or(0), r.path("first_k_dense_replace"));
-      moe.moe_layer_frequency = r.as_u32(
-          r.positive("interleave_moe_layer_step").value_or(r.positive("decoder_sparse_step").value_or(
-              r.positive("moe_layer_freq").value_or(r.positive("expert_layer_period").value_or(1)))),
-          r.path("moe_layer_freq"));
+      moe.first_k_dense_layers =
+          r.as_u32(r.positive("first_k_dense_replace", true).value_or(0), r.path("first_k_dense_replace"));
+      moe.moe_layer_frequency =
+          r.as_u32(r.positive("interleave_moe_layer_step")
+                       .value_or(r.positive("decoder_sparse_step")
+                                     .value_or(r.positive("moe_layer_freq")
+                                                   .value_or(r.positive("expert_layer_period").value_or(1)))),
+                   r.path("moe_layer_freq"));
       if (moe.experts_per_token > moe.num_experts)
-        throw InputError(r.path("num_experts_per_tok"), std::to_string(moe.experts_per_token) + " exceeds the " +
+        throw InputError(r.path("num_experts_per_tok"), std::to_string(moe.experts_per_token) +
+                                                            " exceeds the " +
                                                             std::to_string(moe.num_experts) + " experts");
     }
     spec.moe = moe;
@@ -1056,7 +1112,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   if (!r.find_anywhere("tie_word_embeddings")) {
     spec.tie_word_embeddings = kTiedByDefault.count(spec.model_type) > 0;
     spec.notes.push_back(std::string("tie_word_embeddings absent: assumed ") +
-                         (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" + spec.model_type + "'");
+                         (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" +
+                         spec.model_type + "'");
   } else if (const json* t = r.find_anywhere("tie_word_embeddings")) {
     if (!t->is_boolean())
       throw InputError("tie_word_embeddings", "is " + describe(*t) + "; true or false is required");
@@ -1069,13 +1126,21 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   spec.rope_theta = r.number("rope_theta", 0.0);
   spec.rope_scaling = read_rope_scaling(r, spec.rope_theta);
   std::uint64_t max_len = 0;
-  for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length",
-                          "max_seq_length", "seq_len"}) {
+  for (const char* key : {"max_position_embeddings", "n_positions", "max_seq_len", "seq_length",
+                          "max_sequence_length", "max_seq_length", "seq_len"}) {
     if (auto v = r.positive(key)) max_len = max_len == 0 ? *v : std::min(max_len, *v);
   }
   spec.max_position_embeddings = r.positive("max_position_embeddings").value_or(max_len);
   spec.config_max_len = max_len;
   if (max_len == 0) spec.notes.push_back("max_position_embeddings absent: no model length limit known");
+  // MTP layers (vllm/config/speculative.py hf_config_override, 0.33: num_nextn_predict_layers,
+  // or mtp_num_hidden_layers for Qwen3.5 / 3.6). At most 64: more is not a real config.
+  for (const char* key : {"num_nextn_predict_layers", "mtp_num_hidden_layers"}) {
+    if (auto v = r.positive(key, true)) {
+      if (*v > 64) throw InputError(r.path(key), std::to_string(*v) + " MTP layers; allowed: 0 to 64");
+      spec.mtp_layers = std::max(spec.mtp_layers, static_cast<std::uint32_t>(*v));
+    }
+  }
 
   // Layers.
   spec.layers.resize(n_layers);
@@ -1103,14 +1168,15 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       }
       if (layer.kind == LayerKind::sliding_window) {
         if (window == 0)
-          throw InputError(r.path("sliding_window"), "layer " + std::to_string(i) +
-                                                          " is a sliding-window layer but sliding_window is not a positive integer");
+          throw InputError(r.path("sliding_window"),
+                           "layer " + std::to_string(i) +
+                               " is a sliding-window layer but sliding_window is not a positive integer");
         layer.window = window;
       }
       if (layer.kind == LayerKind::chunked_local) {
         if (chunk == 0)
-          throw InputError(r.path("attention_chunk_size"), "layer " + std::to_string(i) +
-                                                                " is chunked but attention_chunk_size is not set");
+          throw InputError(r.path("attention_chunk_size"),
+                           "layer " + std::to_string(i) + " is chunked but attention_chunk_size is not set");
         layer.window = chunk;
       }
     }
@@ -1118,11 +1184,13 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   // Gemma 2/3 and gpt-oss and others may set a per-layer-type head dim for global layers.
   if (auto global_hd = r.positive("global_head_dim")) {
     for (auto& layer : spec.layers)
-      if (layer.kind == LayerKind::full_attention) layer.head_dim_k = layer.head_dim_v = r.as_u32(*global_hd, r.path("global_head_dim"));
+      if (layer.kind == LayerKind::full_attention)
+        layer.head_dim_k = layer.head_dim_v = r.as_u32(*global_hd, r.path("global_head_dim"));
   }
   if (auto global_kv = r.positive("num_global_key_value_heads")) {
     for (auto& layer : spec.layers)
-      if (layer.kind == LayerKind::full_attention) layer.kv_heads = r.as_u32(*global_kv, r.path("num_global_key_value_heads"));
+      if (layer.kind == LayerKind::full_attention)
+        layer.kv_heads = r.as_u32(*global_kv, r.path("num_global_key_value_heads"));
   }
   read_indexer(r, spec);
   read_rope_flags(r, spec);
@@ -1138,7 +1206,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   // Gemma3nTextAttention: kv_shared_layer_index).
   if (auto shared = r.positive("num_kv_shared_layers", true); shared && *shared > 0) {
     if (*shared >= n_layers)
-      throw InputError(r.path("num_kv_shared_layers"), "is " + std::to_string(*shared) + "; it must be below num_hidden_layers " +
+      throw InputError(r.path("num_kv_shared_layers"), "is " + std::to_string(*shared) +
+                                                           "; it must be below num_hidden_layers " +
                                                            std::to_string(n_layers));
     const std::uint64_t first_shared = n_layers - *shared;
     for (std::uint64_t i = first_shared; i < n_layers; ++i) {
@@ -1151,8 +1220,9 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
         }
       }
       if (source < 0)
-        throw InputError(r.path("num_kv_shared_layers"), "layer " + std::to_string(i) +
-                                                             " shares KV but no earlier layer has its attention type");
+        throw InputError(
+            r.path("num_kv_shared_layers"),
+            "layer " + std::to_string(i) + " shares KV but no earlier layer has its attention type");
       layer.kv_source_layer = source;
       layer.kind = LayerKind::shared_kv;
     }
