@@ -99,6 +99,9 @@ TEST(FidelityLlamacppHexagon, GptOss20bQ8FullAndSlidingCaches) {
   o.llamacpp.cache_type_k = "q8_0";
   o.llamacpp.cache_type_v = "q8_0";
   o.llamacpp.flash_attn = "on";
+  // llama-completion runs one sequence ("1/1 seqs"), not llama-server's 4 auto slots.
+  o.llamacpp.parallel = 1;
+  o.llamacpp.parallel_given = true;
   const PlanResult r = plan(resolve_model("gpt-oss-20b"), o);
   // q8_0 row: 8 x 64 = 512 elements = 16 blocks x 34 B = 544 B; K + V = 1,088 B per layer
   // per cell. Full cache: 8,192 cells x 12 layers x 1,088 = 106,954,752 B = 102.00 MiB.
@@ -155,9 +158,6 @@ TEST(FidelityLlamacppCi, Pythia28bBuild3332LoggedContext) {
 // llama-cpp-python 0.2.82, July 2024; 4096 in 0.3.8, March 2025); kvsight assumes 4096 for
 // every build (docs/reference/llamacpp-published-logs.md).
 TEST(FidelityLlamacppCi, Pythia28bBuild3332DefaultContext) {
-  GTEST_SKIP() << "needs the default context of builds before the 4096 default (common.h n_ctx "
-                  "= 0 = n_ctx_train) in llamacpp.cpp: kvsight assumes 4096 cells, 1280 MiB "
-                  "against the logged 640";
   EngineOptions o;
   o.engine = "llamacpp";
   o.engine_version = "b3332";
@@ -188,9 +188,6 @@ TEST(FidelityLlamacppCi, Pythia14bBuild4740TrainingContext) {
 // llama-cpp-python 0.2.82 and src/llama-kv-cache.cpp of 0.3.8; docs/reference/
 // llamacpp-published-logs.md), so 128 stays 128.
 TEST(FidelityLlamacppCi, Pythia14bBuild4740PerplexityWithoutFlashAttention) {
-  GTEST_SKIP() << "needs the flash-attention-dependent padding of builds before b6900 (32 cells "
-                  "without flash attention, llama-kv-cache.cpp llama_kv_cache_get_padding) in "
-                  "llamacpp.cpp: kvsight pads to 256, 48 MiB against 24";
   EngineOptions o;
   o.engine = "llamacpp";
   o.engine_version = "b4740";
@@ -234,8 +231,6 @@ TEST(FidelityLlamacppKvcalc, Llama3_8bFourSlotsSplitTheContext) {
 // llama.cpp prints the cells of one stream beside the stream count ("2048 cells, 4/4
 // seqs"); kvsight's log line prints all the cells of the pool.
 TEST(FidelityLlamacppKvcalc, Llama3_8bFourSlotsLogLineCountsOneStream) {
-  GTEST_SKIP() << "needs b11312 rules (llamacpp.cpp): the size line prints the cells of one "
-                  "stream, kvsight prints 8192 against the logged 2048";
   EngineOptions o;
   o.engine = "llamacpp";
   o.llamacpp.ctx_size = 8192;
@@ -301,8 +296,6 @@ TEST(FidelityLlamacppExplain, Llama3_8bQ8CacheLine) {
 // Two caches (full, then sliding window): the replay must take the full cache's cells
 // (8,192) as n_ctx, not the SWA cache's 256.
 TEST(FidelityLlamacppExplain, GptOss20bReadsTheFullCacheLine) {
-  GTEST_SKIP() << "needs log_reader.cpp to keep the first (non-SWA) llama_kv_cache line of an "
-                  "iSWA log: the SWA line (256 cells, 3.19 MiB) overwrites it";
   const app::ExplainOutcome out = explain("llamacpp-hexagon-gptoss20b.log", "gpt-oss-20b");
   ASSERT_TRUE(out.figures.kv_tokens.has_value());
   EXPECT_EQ(*out.figures.kv_tokens, 8192u);
@@ -311,8 +304,6 @@ TEST(FidelityLlamacppExplain, GptOss20bReadsTheFullCacheLine) {
 
 // "2048 cells, 4/4 seqs": 4 streams of 2,048 cells, n_ctx 8,192.
 TEST(FidelityLlamacppExplain, Llama3_8bFourStreams) {
-  GTEST_SKIP() << "needs log_reader.cpp to read the streams of \"N/S seqs\" and explain.cpp to "
-                  "replay n_ctx = cells x streams with --parallel S: it replays -c 2048";
   const app::ExplainOutcome out = explain("llamacpp-kvcalc-llama3-8b-np4.log", "llama-3.1-8b");
   // 1 GiB / 131,072 B per token = 8,192 tokens in the pool, 4 x 2,048 cells.
   const app::ExplainTerm* tokens = term(out, "KV tokens");

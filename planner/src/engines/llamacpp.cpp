@@ -65,6 +65,10 @@ constexpr int kSeqPadBuild = 6980;
 // PR #16653 (llama_params_fit, merged 2025-12-15; b7437 has it, issue #18097): common.h n_ctx
 // default 0 = the training context, fitted down (not below 4096) when it does not fit. Approximate.
 constexpr int kTrainCtxDefaultBuild = 7400;
+// PR #10136 (merged 2024-11-02, "llama : adjust default context size"): the examples' n_ctx
+// default became 4096 instead of the training context; before it, unset = n_ctx_train (the
+// b3332 CI log of docs/fidelity.md row 20: 2048 cells for pythia-2.8b). Approximate build.
+constexpr int kCtx4096DefaultBuild = 4000;
 
 std::string ggml_name(const KvDtype& t) {
   if (t.name == "fp16") return "f16";
@@ -165,12 +169,17 @@ struct CacheParams {
   bool swa_full = false;
   std::uint64_t n_ubatch = 512;
   int build = kNewestBuild;
+  bool flash_attn_off = false;  // -fa off: the old padding was 32 cells instead of 256
 };
 
 Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, const CacheParams& p) {
   Cache c;
   const bool pad_ctx = p.build < kNoCtxPadBuild || p.build >= kSeqPadBuild;
-  c.n_ctx = pad_ctx ? round_up(p.n_ctx, 256, "n_ctx") : p.n_ctx;
+  // Before kNoCtxPadBuild the pad was llama_kv_cache_get_padding(cparams) = flash_attn ? 256 : 32
+  // (src/llama.cpp in llama-cpp-python 0.2.82, src/llama-kv-cache.cpp in 0.3.8;
+  // docs/reference/llamacpp-published-logs.md); PR #17046's pad is 256 whatever the attention.
+  const std::uint64_t ctx_pad = p.build < kNoCtxPadBuild && p.flash_attn_off ? 32 : 256;
+  c.n_ctx = pad_ctx ? round_up(p.n_ctx, ctx_pad, "n_ctx") : p.n_ctx;
   const bool unified = p.unified || p.build < kKvUnifiedBuild;
   const std::uint64_t streams = unified ? 1 : p.n_seq;
   std::uint64_t per_stream = unified ? c.n_ctx : c.n_ctx / p.n_seq;
@@ -337,17 +346,18 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   // = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
   // fit_params_target 1 GiB per device) when it does not fit.
   const std::uint64_t n_ctx_train = model.max_position_embeddings;
-  const bool train_default = build >= kTrainCtxDefaultBuild;
+  const bool train_default = build >= kTrainCtxDefaultBuild || build < kCtx4096DefaultBuild;
   std::uint64_t n_ctx = options.llamacpp.ctx_size.value_or(train_default ? 0 : 4096);
   std::string ctx_why = "given";
   if (!options.llamacpp.ctx_size && !train_default)
     ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
   if (n_ctx == 0) {
     n_ctx = n_ctx_train;
-    ctx_why = options.llamacpp.ctx_size ? "--ctx-size 0 = n_ctx_train (llama-context.cpp)"
-                                        : "unset = n_ctx_train (common.h n_ctx 0, PR #16653)";
+    ctx_why = options.llamacpp.ctx_size      ? "--ctx-size 0 = n_ctx_train (llama-context.cpp)"
+              : build < kCtx4096DefaultBuild ? "unset = n_ctx_train (before the 4096 default of PR #10136)"
+                                             : "unset = n_ctx_train (common.h n_ctx 0, PR #16653)";
   }
-  if (!options.llamacpp.ctx_size && train_default)
+  if (!options.llamacpp.ctx_size && build >= kTrainCtxDefaultBuild)
     result.notes.push_back(
         "no -c: llama.cpp starts from the training context (" + std::to_string(n_ctx_train) +
         "); with fit_params on (the default, common.h) it shrinks the context when the model and KV do not "
@@ -362,7 +372,13 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), ctx_why});
   const bool unified = kv_unified_opt || build < kKvUnifiedBuild;
 
-  CacheParams p{n_ctx, n_par, kv_unified_opt, options.llamacpp.swa_full, options.llamacpp.ubatch_size, build};
+  CacheParams p{n_ctx,
+                n_par,
+                kv_unified_opt,
+                options.llamacpp.swa_full,
+                options.llamacpp.ubatch_size,
+                build,
+                options.llamacpp.flash_attn == "off"};
   const Cache cache = size_cache(model, cells, p);
   const std::uint64_t slot_ctx = cache.n_ctx_seq;
   if (!unified && build >= kSeqPadBuild && cache.n_ctx != round_up(n_ctx, 256, "n_ctx"))
@@ -394,6 +410,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.batch = options.batch;
   result.kv.block_size = 1;  // cells, no paging
   CacheParams one{context, 1, true, options.llamacpp.swa_full, options.llamacpp.ubatch_size, build};
+  one.flash_attn_off = p.flash_attn_off;
   result.kv.bytes_per_sequence = size_cache(model, cells, one).total();
   result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
   CacheParams many{checked_mul(context, options.batch, "context x batch"),
@@ -402,6 +419,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                    options.llamacpp.swa_full,
                    options.llamacpp.ubatch_size,
                    build};
+  many.flash_attn_off = p.flash_attn_off;
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
   EngineOptions whole = options;  // layers split across devices: figures for the whole model

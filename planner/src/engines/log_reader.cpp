@@ -90,6 +90,7 @@ EngineLogFigures read_engine_log(std::string_view text) {
   static const std::regex arg_tp(R"('tensor_parallel_size': ([0-9]+))");
 
   EngineLogFigures out;
+  bool llamacpp_seen = false;
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find('\n', start);
@@ -149,7 +150,11 @@ EngineLogFigures read_engine_log(std::string_view text) {
       set_engine(out, "sglang");
       matched = true;
     }
-    if (std::regex_search(line, m, llamacpp)) {
+    // An iSWA model (gpt-oss, Gemma 2/3) prints two size lines, the non-SWA cache first
+    // (llama-kv-cache-iswa.cpp: "creating non-SWA KV cache", then "creating SWA KV cache"):
+    // the first carries n_ctx, so a later line does not replace it.
+    if (std::regex_search(line, m, llamacpp) && !llamacpp_seen) {
+      llamacpp_seen = true;
       out.kv_size_gib = number_of(m[1]) / 1024.0;
       // Cells per stream x streams ("S/T seqs"; "S seqs" and no seqs part: one stream).
       const std::uint64_t streams = m[4].matched ? digits_of(m[4]) : 1;
