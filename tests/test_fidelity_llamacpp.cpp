@@ -314,9 +314,6 @@ TEST(FidelityLlamacppExplain, Llama3_8bFourStreams) {
 // Builds before the llama_kv_cache rename print "KV self size = X MiB, K (f16): ..." and
 // the cells in the n_ctx / kv_size lines.
 TEST(FidelityLlamacppExplain, OlderBuildsKvSelfSizeLine) {
-  GTEST_SKIP() << "needs log_reader.cpp to read the older \"KV self size = X MiB\" line with "
-                  "n_ctx (llama_new_context_with_model / llama_init_from_model): explain finds "
-                  "no line it reads and exits 2";
   const app::ExplainOutcome out =
       explain("llamacpp-ci-b4740-pythia14b.log", fixture_path("pythia-1.4b.config.json"));
   ASSERT_TRUE(out.figures.kv_tokens.has_value());

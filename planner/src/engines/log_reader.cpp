@@ -74,6 +74,13 @@ EngineLogFigures read_engine_log(std::string_view text) {
       R"(KV Cache is allocated\. #tokens: ([0-9]+), K size: ([0-9.]+) GB, V size: ([0-9.]+) GB)");
   static const std::regex llamacpp(
       R"(llama_kv_cache[a-z_]*: +size = +([0-9.]+) MiB \( *([0-9]+) cells(?:, +[0-9]+ layers, +([0-9]+)(?:/([0-9]+))? seqs)?)");
+  // Builds before the llama_kv_cache rename (~b5000 and older): the context line
+  // "llama_new_context_with_model: n_ctx = N" (llama_init_from_model from ~b4500) and
+  // "KV self size  = X MiB, K (f16): ..." (src/llama.cpp of llama-cpp-python 0.2.82 / 0.3.8).
+  static const std::regex llamacpp_old_ctx(
+      R"((?:llama_new_context_with_model|llama_init_from_model): n_ctx +=\s*([0-9]+))");
+  static const std::regex llamacpp_old_size(
+      R"((?:llama_new_context_with_model|llama_init_from_model): KV self size += +([0-9.]+) MiB)");
   static const std::regex trtllm(R"(Allocated ([0-9.]+) GiB for max tokens in paged KV cache \(([0-9]+)\))");
   static const std::regex not_enough(
       R"(max seq len \(([0-9]+)\), \(([0-9.]+) GiB KV cache is needed.*available KV cache memory \((-?[0-9.]+) GiB\))");
@@ -91,6 +98,7 @@ EngineLogFigures read_engine_log(std::string_view text) {
 
   EngineLogFigures out;
   bool llamacpp_seen = false;
+  std::uint64_t old_n_ctx = 0;  // the n_ctx line that precedes an old "KV self size" line
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find('\n', start);
@@ -164,6 +172,17 @@ EngineLogFigures read_engine_log(std::string_view text) {
         out.llamacpp_seqs = static_cast<std::uint32_t>(std::min<std::uint64_t>(digits_of(m[3]), 1u << 20));
       if (m[4].matched)
         out.llamacpp_streams = static_cast<std::uint32_t>(std::min<std::uint64_t>(streams, 1u << 20));
+      set_engine(out, "llamacpp");
+      matched = true;
+    }
+    if (std::regex_search(line, m, llamacpp_old_ctx)) {
+      old_n_ctx = digits_of(m[1]);
+      matched = true;
+    }
+    if (std::regex_search(line, m, llamacpp_old_size) && !llamacpp_seen) {
+      llamacpp_seen = true;
+      out.kv_size_gib = number_of(m[1]) / 1024.0;
+      if (old_n_ctx) out.kv_tokens = old_n_ctx;  // one stream of n_ctx cells in those builds
       set_engine(out, "llamacpp");
       matched = true;
     }
