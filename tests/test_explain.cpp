@@ -93,6 +93,26 @@ TEST(Explain, Lmcache1739GivenMemoryMatchesTheTokens) {
   expect_largest_is_the_largest(out);
 }
 
+// vLLM #23278, gpt-oss-120b on one H100 under 0.10.1: "Available KV cache memory: -2.14 GiB"
+// (the model does not fit). The replay compares the signed figure too: budget 0.90 x 79.19 =
+// 71.27 GiB less the weights and overheads it shows, not the 0 the byte count stops at.
+TEST(Explain, NegativeAvailableMemoryIsComparedSigned) {
+  app::ExplainRequest r = request_for("vllm-23278.log", fixture_path("gpt-oss-120b.config.json"));
+  r.gpu = "h100-sxm";
+  r.options.engine_version = "0.10.1";
+  const app::ExplainOutcome out = app::run_explain(r);
+  const app::ExplainTerm* available = term(out, "available KV cache memory", "GPU and flags");
+  ASSERT_NE(available, nullptr);
+  EXPECT_DOUBLE_EQ(*available->logged, -2.14);
+  const app::ExplainTerm* weights = term(out, "weights per rank", "GPU and flags");
+  ASSERT_NE(weights, nullptr);
+  const double budget = static_cast<double>(out.gpu_only->result.capacity->requested_bytes) / 1073741824.0;
+  const double overheads = static_cast<double>(out.gpu_only->result.capacity->overhead_bytes) / 1073741824.0;
+  EXPECT_NEAR(*available->kvsight, budget - *weights->kvsight - overheads, 1e-9);
+  EXPECT_LT(*available->kvsight, 0.0);
+  EXPECT_LE(std::fabs(*available->kvsight - -2.14), 0.25);  // within the 0.25 GiB floor
+}
+
 // myoceane.fr blog (2026-04-18), gpt-oss-20b on an A100 80 GB under vLLM 0.19.0: the version,
 // max_model_len and utilization come from the banner and the "non-default args" line;
 // "Model loading took 13.72 GiB", "Available KV cache memory: 36.56 GiB".

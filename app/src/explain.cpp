@@ -1,6 +1,5 @@
 // The explain use case (kvsight/app/explain.hpp).
 #include "kvsight/app/explain.hpp"
-#include "kvsight/number_text.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "kvsight/error.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
 
@@ -104,8 +104,12 @@ void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOu
         true);
     out.terms.push_back(rest);
   }
-  out.terms.push_back(make_term("available KV cache memory", replay, "GiB", f.available_kv_gib,
-                                gib_of(c.available_kv_bytes),
+  // vLLM logs a negative "Available KV cache memory" when the model does not fit (gpu_worker.py);
+  // the plan's byte count stops at 0, so the replayed figure is the signed difference.
+  double available = gib_of(c.available_kv_bytes);
+  if (c.available_kv_bytes == 0 && c.requested_bytes > 0)
+    available = gib_of(c.requested_bytes) - gib_of(r.weights.bytes_per_rank) - gib_of(c.overhead_bytes);
+  out.terms.push_back(make_term("available KV cache memory", replay, "GiB", f.available_kv_gib, available,
                                 "budget " + two(gib_of(c.requested_bytes)) + " GiB - weights - overheads " +
                                     two(gib_of(c.overhead_bytes)) + " GiB (the terms above)"));
   std::optional<double> logged_tokens;
@@ -159,10 +163,10 @@ void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutc
   if (per_token <= 0.0 || !f.kv_tokens) return;
   const std::optional<double> size = f.kv_size_gib ? f.kv_size_gib : f.available_kv_gib;
   if (!size) return;
-  out.terms.push_back(make_term(
-      "KV tokens", "given KV memory", "tokens", static_cast<double>(*f.kv_tokens),
-      std::floor(*size * kGiB / per_token),
-      "logged KV size / " + std::to_string(cell) + " B per token (per rank, every layer)"));
+  out.terms.push_back(
+      make_term("KV tokens", "given KV memory", "tokens", static_cast<double>(*f.kv_tokens),
+                std::floor(*size * kGiB / per_token),
+                "logged KV size / " + std::to_string(cell) + " B per token (per rank, every layer)"));
   out.terms.push_back(make_term("bytes per token (implied)", "given KV memory", "B",
                                 *size * kGiB / static_cast<double>(*f.kv_tokens), per_token,
                                 "the model's KV layers at the KV dtype, per rank"));
@@ -247,8 +251,9 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
   }
   if (f.max_model_len && !options.max_model_len) {
     options.max_model_len = *f.max_model_len;
-    out.inputs_from_log.push_back("max_model_len " + std::to_string(*f.max_model_len) +
-                                  " (\"Maximum concurrency for N tokens per request\" or \"non-default args\")");
+    out.inputs_from_log.push_back(
+        "max_model_len " + std::to_string(*f.max_model_len) +
+        " (\"Maximum concurrency for N tokens per request\" or \"non-default args\")");
   }
   if (f.gpu_memory_utilization && !options.vllm.gpu_memory_utilization) {
     options.vllm.gpu_memory_utilization = *f.gpu_memory_utilization;
