@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "config_fixtures.hpp"
 #include "engine_fixtures.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/catalog.hpp"
@@ -217,13 +218,8 @@ TEST(LlamaCpp, StartupRefusalsExit2ViaTheCli) {
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
 }
 
-// tiiuae/Falcon-H1-0.5B-Instruct config fields (as in test_config_families.cpp).
-const char* kFalconH1 = R"({"architectures":["FalconH1ForCausalLM"],"model_type":"falcon_h1",
-  "hidden_size":1024,"num_hidden_layers":36,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":64,
-  "intermediate_size":2048,"vocab_size":32784,"max_position_embeddings":16384,"rope_theta":100000000000.0,
-  "mamba_d_ssm":1536,"mamba_n_heads":24,"mamba_d_head":64,"mamba_n_groups":1,"mamba_d_state":128,
-  "mamba_d_conv":4,"mamba_expand":2,"mamba_chunk_size":128,"mamba_conv_bias":true,"mamba_proj_bias":false,
-  "mamba_rms_norm":false,"tie_word_embeddings":false,"torch_dtype":"bfloat16"})";
+// tiiuae/Falcon-H1-0.5B-Instruct: test::kFalconH1Config (config_fixtures.hpp).
+const char* const kFalconH1 = test::kFalconH1Config;
 
 TEST(LlamaCpp, FalconH1KeepsKvAndMamba2StateInEveryLayer) {
   // llama-hparams.cpp (Mamba-2): n_embd_r = (d_conv - 1) x (d_inner + 2 n_group d_state)

@@ -166,6 +166,13 @@ struct ModelSpec {
   bool is_hybrid() const;                       // attention and recurrent layers together
 };
 
+// Falcon-H1's parallel hybrid: each decoder layer holds attention KV and a Mamba-2 state
+// side by side, so each layer is listed twice, attention then its recurrent state, as
+// vLLM registers them (models/falcon_h1.py: an Attention and a MambaMixer2 per layer) and
+// llama.cpp keeps both (llama-model.cpp create_memory, llama_memory_hybrid). One function
+// for the HF-config and the GGUF readers.
+void add_parallel_recurrent_layers(ModelSpec& spec);
+
 // The longest context the model config allows, as vLLM derives it
 // (vllm/config/model.py _get_and_verify_max_len): the smallest of the length keys
 // (max_position_embeddings, n_positions, max_seq_len, seq_length, ...), times the

@@ -692,20 +692,9 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
     layer.head_dim_v = meta.u32(head_v, "attention.value_length");
     if (layer.kind == LayerKind::sliding_window) layer.window = window;
   }
-  if (arch == "falcon-h1" && spec.recurrent) {
-    // Falcon-H1: every layer has attention KV and a parallel Mamba-2 state (llama-model.cpp
-    // create_memory: filter_attn and filter_recr both true); listed as attention, mamba per
-    // layer as the HF config path does (model_config.cpp).
-    std::vector<LayerSpec> both;
-    for (const LayerSpec& layer : spec.layers) {
-      both.push_back(layer);
-      LayerSpec mamba;
-      mamba.kind = LayerKind::recurrent;
-      mamba.rope = false;
-      both.push_back(mamba);
-    }
-    spec.layers = std::move(both);
-  }
+  // Falcon-H1: every layer has attention KV and a parallel Mamba-2 state (llama-model.cpp
+  // create_memory: filter_attn and filter_recr both true).
+  if (arch == "falcon-h1" && spec.recurrent) add_parallel_recurrent_layers(spec);
   if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
   if (spec.attention_layer_count() == 0 && !spec.recurrent)
     throw InputError(path, "has no attention or recurrent layers");

@@ -21,23 +21,34 @@ namespace fs = std::filesystem;
 
 std::string_view to_string(LayerKind kind) {
   switch (kind) {
-    case LayerKind::full_attention: return "full";
-    case LayerKind::sliding_window: return "sliding";
-    case LayerKind::chunked_local: return "chunked";
-    case LayerKind::mla: return "mla";
-    case LayerKind::recurrent: return "recurrent";
-    case LayerKind::shared_kv: return "shared_kv";
-    case LayerKind::none: return "none";
+    case LayerKind::full_attention:
+      return "full";
+    case LayerKind::sliding_window:
+      return "sliding";
+    case LayerKind::chunked_local:
+      return "chunked";
+    case LayerKind::mla:
+      return "mla";
+    case LayerKind::recurrent:
+      return "recurrent";
+    case LayerKind::shared_kv:
+      return "shared_kv";
+    case LayerKind::none:
+      return "none";
   }
   return "?";
 }
 
 std::string_view to_string(RecurrentKind kind) {
   switch (kind) {
-    case RecurrentKind::mamba1: return "mamba1";
-    case RecurrentKind::mamba2: return "mamba2";
-    case RecurrentKind::gated_delta_net: return "gated_delta_net";
-    case RecurrentKind::short_conv: return "short_conv";
+    case RecurrentKind::mamba1:
+      return "mamba1";
+    case RecurrentKind::mamba2:
+      return "mamba2";
+    case RecurrentKind::gated_delta_net:
+      return "gated_delta_net";
+    case RecurrentKind::short_conv:
+      return "short_conv";
     case RecurrentKind::lightning:
       return "lightning";
   }
@@ -68,12 +79,26 @@ std::uint32_t ModelSpec::nope_layer_count() const {
 
 bool ModelSpec::is_hybrid() const { return count(LayerKind::recurrent) > 0 && attention_layer_count() > 0; }
 
+void add_parallel_recurrent_layers(ModelSpec& spec) {
+  std::vector<LayerSpec> both;
+  both.reserve(2 * spec.layers.size());
+  for (const LayerSpec& layer : spec.layers) {
+    both.push_back(layer);
+    LayerSpec state;
+    state.kind = LayerKind::recurrent;
+    state.rope = false;
+    both.push_back(state);
+  }
+  spec.layers = std::move(both);
+}
+
 std::uint64_t derived_max_model_len(const ModelSpec& model) {
   std::uint64_t length = model.config_max_len != 0 ? model.config_max_len : model.max_position_embeddings;
   const RopeScaling& rs = model.rope_scaling;
   const bool gemma3 = model.model_type.find("gemma3") != std::string::npos;
   if (!rs.type.empty() && !gemma3 && rs.type != "su" && rs.type != "longrope" && rs.type != "llama3") {
-    if (rs.type == "yarn" && rs.original_max_position_embeddings > 0) length = rs.original_max_position_embeddings;
+    if (rs.type == "yarn" && rs.original_max_position_embeddings > 0)
+      length = rs.original_max_position_embeddings;
     const double scaled = static_cast<double>(length) * rs.factor;
     // llround beyond 2^63 gives an unspecified value: a confident wrong length.
     if (!(scaled < 9.2e18))
@@ -193,8 +218,10 @@ std::vector<fs::path> hf_cache_roots() {
   std::vector<fs::path> roots;
   if (const char* hub = std::getenv("HF_HUB_CACHE"); hub && *hub) roots.emplace_back(hub);
   if (const char* home = std::getenv("HF_HOME"); home && *home) roots.push_back(fs::path(home) / "hub");
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) roots.push_back(fs::path(xdg) / "huggingface" / "hub");
-  if (const char* user = std::getenv("HOME"); user && *user) roots.push_back(fs::path(user) / ".cache" / "huggingface" / "hub");
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    roots.push_back(fs::path(xdg) / "huggingface" / "hub");
+  if (const char* user = std::getenv("HOME"); user && *user)
+    roots.push_back(fs::path(user) / ".cache" / "huggingface" / "hub");
   return roots;
 }
 
@@ -362,7 +389,8 @@ ModelSpec resolve_model(const std::string& model_arg) {
     spec.display_name = model_arg;
     return spec;
   }
-  std::string message = "'" + model_arg + "' is not a catalog id (see `kvsight models`), not a file or directory";
+  std::string message =
+      "'" + model_arg + "' is not a catalog id (see `kvsight models`), not a file or directory";
   if (!tried.empty()) {
     message += ", and not in the local Hugging Face cache (looked for";
     for (const auto& t : tried) message += " " + t;
@@ -385,7 +413,8 @@ std::vector<std::string> expand_model_list(const std::string& arg) {
   std::stringstream stream(arg);
   std::string item;
   while (std::getline(stream, item, ',')) {
-    if (item.empty()) throw InputError("--model", "'" + arg + "' has an empty entry; give ids separated by commas, or all");
+    if (item.empty())
+      throw InputError("--model", "'" + arg + "' has an empty entry; give ids separated by commas, or all");
     out.push_back(item);
   }
   if (out.empty()) throw InputError("--model", "is empty");

@@ -1232,16 +1232,7 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     // vLLM registers them (vllm model_executor/models/falcon_h1.py: an Attention
     // and a MambaMixer2 per FalconH1ParallelHybrid layer); llama.cpp likewise
     // keeps KV and recurrent state for every layer (llama_memory_hybrid).
-    std::vector<LayerSpec> both;
-    both.reserve(2 * spec.layers.size());
-    for (const LayerSpec& layer : spec.layers) {
-      both.push_back(layer);
-      LayerSpec mamba;
-      mamba.kind = LayerKind::recurrent;
-      mamba.rope = false;
-      both.push_back(mamba);
-    }
-    spec.layers = std::move(both);
+    add_parallel_recurrent_layers(spec);
     spec.notes.push_back("falcon_h1: each of the " + std::to_string(n_layers) +
                          " layers holds attention KV and a Mamba2 state in parallel; listed as " +
                          std::to_string(2 * n_layers) + " entries (attention, mamba)");
