@@ -2,28 +2,16 @@
 // names its source). Expected figures are the ones printed in those logs.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "kvsight/engine_log.hpp"
+#include "log_fixtures.hpp"
 
 namespace kvsight {
 namespace {
 
-std::string fixture(const std::string& name) {
-  // A path join, not string +: GCC 12 reports a false -Warray-bounds on the inlined
-  // concatenation of a short literal at -O2 (it depends on the source path's length).
-  std::ifstream in(std::filesystem::path(KVSIGHT_SOURCE_DIR) / "tests/fixtures/logs" / name);
-  std::stringstream s;
-  s << in.rdbuf();
-  EXPECT_FALSE(s.str().empty()) << name;
-  return s.str();
-}
-
 TEST(EngineLog, VllmV0ProfilingLineFromIssue10517) {
-  const EngineLogFigures f = read_engine_log(fixture("vllm-10517-20k.log"));
+  const EngineLogFigures f = read_engine_log(test::fixture_text("vllm-10517-20k.log"));
   EXPECT_EQ(f.engine, "vllm");
   ASSERT_TRUE(f.total_gpu_gib && f.available_kv_gib && f.gpu_memory_utilization && f.weights_gib);
   EXPECT_DOUBLE_EQ(*f.total_gpu_gib, 23.58);
@@ -37,7 +25,7 @@ TEST(EngineLog, VllmV0ProfilingLineFromIssue10517) {
 }
 
 TEST(EngineLog, VllmV1BlocksFromPr12569) {
-  const EngineLogFigures f = read_engine_log(fixture("vllm-pr12569.log"));
+  const EngineLogFigures f = read_engine_log(test::fixture_text("vllm-pr12569.log"));
   EXPECT_EQ(f.num_gpu_blocks.value_or(0), 1381u);
   EXPECT_EQ(f.max_model_len.value_or(0), 2048u);
   EXPECT_DOUBLE_EQ(f.max_concurrency.value_or(0), 10.79);
@@ -46,17 +34,17 @@ TEST(EngineLog, VllmV1BlocksFromPr12569) {
 }
 
 TEST(EngineLog, VllmTokensWithCommas) {
-  const EngineLogFigures a = read_engine_log(fixture("vllm-21348.log"));
+  const EngineLogFigures a = read_engine_log(test::fixture_text("vllm-21348.log"));
   EXPECT_DOUBLE_EQ(a.available_kv_gib.value_or(0), 8.11);
   EXPECT_EQ(a.kv_tokens.value_or(0), 178880u);
-  const EngineLogFigures b = read_engine_log(fixture("vllm-pr13596.log"));
+  const EngineLogFigures b = read_engine_log(test::fixture_text("vllm-pr13596.log"));
   EXPECT_EQ(b.kv_tokens.value_or(0), 2042016u);
   EXPECT_EQ(b.max_model_len.value_or(0), 2048u);
   EXPECT_DOUBLE_EQ(b.max_concurrency.value_or(0), 997.08);
 }
 
 TEST(EngineLog, SglangPoolLine) {
-  const EngineLogFigures f = read_engine_log(fixture("sglang-21348.log"));
+  const EngineLogFigures f = read_engine_log(test::fixture_text("sglang-21348.log"));
   EXPECT_EQ(f.engine, "sglang");
   EXPECT_EQ(f.kv_tokens.value_or(0), 367404u);
   EXPECT_DOUBLE_EQ(f.kv_size_gib.value_or(0), 8.23 + 8.23);

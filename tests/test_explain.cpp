@@ -5,35 +5,24 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "kvsight/app/explain.hpp"
 #include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
+#include "log_fixtures.hpp"
 #include "test_support.hpp"
 
 namespace kvsight {
 namespace {
 
-std::string fixture_path(const std::string& name) {
-  return std::string(KVSIGHT_SOURCE_DIR) + "/tests/fixtures/logs/" + name;
-}
-
-std::string fixture(const std::string& name) {
-  std::ifstream in(fixture_path(name));
-  std::stringstream s;
-  s << in.rdbuf();
-  EXPECT_FALSE(s.str().empty()) << name;
-  return s.str();
-}
+using test::fixture_path;
 
 app::ExplainRequest request_for(const std::string& log, const std::string& model) {
   app::ExplainRequest r;
   r.log_name = log;
-  r.log_text = fixture(log);
+  r.log_text = test::fixture_text(log);
   r.model = model;
   return r;
 }

@@ -12,17 +12,15 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
+#include "log_fixtures.hpp"
 
 namespace kvsight {
 namespace {
 
-constexpr double kGiBd = 1024.0 * 1024.0 * 1024.0;
-
-std::uint64_t gib(double g) { return static_cast<std::uint64_t>(std::llround(g * kGiBd)); }
-
-bool within_budget_tolerance(double predicted_gib, double logged_gib) {
-  return std::fabs(predicted_gib - logged_gib) <= std::max(0.03 * logged_gib, 0.25);
-}
+using test::fixture_model;
+using test::gib;
+using test::kGiBd;
+using test::within_budget_tolerance;
 
 // ---------------------------------------------------------------- vLLM issue #10517
 // RTX 3090 (23.58 GiB as torch reports it), Llama-3.1-8B-Instruct bf16, V0 (0.6.x), util 0.90.
@@ -122,13 +120,6 @@ TEST(FidelityVllmPr12569, ConcurrencyFromTheLoggedBlocks) {
 // ---------------------------------------------------------------- fixtures with a real config
 // Models not in the catalog are read from the config shapes stored next to the logs
 // (tests/fixtures/logs/<model>.config.json, each naming the HF config it restates).
-ModelSpec fixture_model(const std::string& name) {
-  // Appended piecewise: GCC 12 at -O2 reports a false -Warray-bounds on a chain of
-  // operator+ over temporaries here.
-  std::string path = KVSIGHT_SOURCE_DIR;
-  path.append("/tests/fixtures/logs/").append(name).append(".config.json");
-  return resolve_model(path);
-}
 
 double relative_error(double predicted, double logged) { return (predicted - logged) / logged; }
 

@@ -9,9 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,23 +17,15 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/engine_log.hpp"
 #include "kvsight/model.hpp"
+#include "log_fixtures.hpp"
 
 namespace kvsight {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
-
-std::string fixture_path(const std::string& name) {
-  std::string path = KVSIGHT_SOURCE_DIR;
-  path.append("/tests/fixtures/logs/").append(name);
-  return path;
-}
-
-ModelSpec fixture_model(const std::string& name) {
-  std::string path = fixture_path(name);  // appended piecewise, as in test_fidelity.cpp
-  path.append(".config.json");
-  return resolve_model(path);
-}
+using test::fixture_model;
+using test::fixture_path;
+using test::fixture_text;
 
 PlanResult plan(const ModelSpec& model, const EngineOptions& options) {
   return make_engine("llamacpp")->plan(model, nullptr, options);
@@ -62,14 +52,6 @@ std::vector<CacheLine> cache_lines(const PlanResult& r) {
 
 bool within(double kvsight, double logged, double bound = 0.003) {
   return std::fabs(kvsight - logged) <= bound * logged;
-}
-
-std::string fixture_text(const std::string& name) {
-  std::ifstream in(fixture_path(name));
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_FALSE(text.str().empty()) << name;
-  return text.str();
 }
 
 app::ExplainOutcome explain(const std::string& log, const std::string& model) {

@@ -12,23 +12,15 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
+#include "log_fixtures.hpp"
 
 namespace kvsight {
 namespace {
 
-constexpr double kGiBd = 1024.0 * 1024.0 * 1024.0;
-
-std::uint64_t gib(double g) { return static_cast<std::uint64_t>(std::llround(g * kGiBd)); }
-
-bool within_budget_tolerance(double predicted_gib, double logged_gib) {
-  return std::fabs(predicted_gib - logged_gib) <= std::max(0.03 * std::fabs(logged_gib), 0.25);
-}
-
-ModelSpec fixture_model(const std::string& name) {
-  std::string path = KVSIGHT_SOURCE_DIR;
-  path.append("/tests/fixtures/logs/").append(name).append(".config.json");
-  return resolve_model(path);
-}
+using test::fixture_model;
+using test::gib;
+using test::kGiBd;
+using test::within_budget_tolerance;
 
 // vLLM logs requested - (weights + activation + non-torch), signed (gpu_worker.py).
 double signed_available_gib(const PlanResult& r) {

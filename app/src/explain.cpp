@@ -105,10 +105,9 @@ void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOu
     out.terms.push_back(rest);
   }
   // vLLM logs a negative "Available KV cache memory" when the model does not fit (gpu_worker.py);
-  // the plan's byte count stops at 0, so the replayed figure is the signed difference.
-  double available = gib_of(c.available_kv_bytes);
-  if (c.available_kv_bytes == 0 && c.requested_bytes > 0)
-    available = gib_of(c.requested_bytes) - gib_of(r.weights.bytes_per_rank) - gib_of(c.overhead_bytes);
+  // the plan's byte count stops at 0, so the replay compares the signed figure.
+  const double available =
+      c.available_kv_bytes == 0 ? c.available_kv_signed_gib : gib_of(c.available_kv_bytes);
   out.terms.push_back(make_term("available KV cache memory", replay, "GiB", f.available_kv_gib, available,
                                 "budget " + two(gib_of(c.requested_bytes)) + " GiB - weights - overheads " +
                                     two(gib_of(c.overhead_bytes)) + " GiB (the terms above)"));

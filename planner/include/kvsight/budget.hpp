@@ -87,7 +87,10 @@ struct Capacity {
   std::uint64_t requested_bytes = 0;     // total x utilization (vLLM), or the fraction's share
   std::uint64_t overhead_bytes = 0;      // activations + non-torch + graphs (estimates)
   std::uint64_t available_kv_bytes = 0;  // what the engine gives to KV, per rank (min over ranks)
-  std::uint64_t page_bytes = 0;          // bytes of one block across one KV cache group
+  // The same in GiB as vLLM prints it, signed: budget - non-KV memory, negative when the model
+  // does not fit (available_kv_bytes stops at 0). 0 for engines that print no such figure.
+  double available_kv_signed_gib = 0.0;
+  std::uint64_t page_bytes = 0;  // bytes of one block across one KV cache group
   std::uint64_t num_blocks = 0;
   std::uint64_t kv_tokens = 0;
   double max_concurrency = 0.0;             // at max_model_len

@@ -409,17 +409,17 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.context = context;
   result.kv.batch = options.batch;
   result.kv.block_size = 1;  // cells, no paging
-  CacheParams one{context, 1, true, options.llamacpp.swa_full, options.llamacpp.ubatch_size, build};
-  one.flash_attn_off = p.flash_attn_off;
-  result.kv.bytes_per_sequence = size_cache(model, cells, one).total();
-  result.kv.blocks_per_sequence = size_cache(model, cells, one).base_cells;
-  CacheParams many{checked_mul(context, options.batch, "context x batch"),
-                   options.batch,
-                   kv_unified_opt,
-                   options.llamacpp.swa_full,
-                   options.llamacpp.ubatch_size,
-                   build};
-  many.flash_attn_off = p.flash_attn_off;
+  // The start-up pool's parameters, with the context and slots of the kv figures.
+  CacheParams one = p;
+  one.n_ctx = context;
+  one.n_seq = 1;
+  one.unified = true;
+  const Cache one_cache = size_cache(model, cells, one);
+  result.kv.bytes_per_sequence = one_cache.total();
+  result.kv.blocks_per_sequence = one_cache.base_cells;
+  CacheParams many = p;
+  many.n_ctx = checked_mul(context, options.batch, "context x batch");
+  many.n_seq = options.batch;
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
   EngineOptions whole = options;  // layers split across devices: figures for the whole model

@@ -1047,6 +1047,7 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
   cap.requested_bytes = budget.requested_bytes;
   cap.overhead_bytes = budget.overhead_bytes;
   cap.available_kv_bytes = budget.available_bytes;
+  cap.available_kv_signed_gib = budget.available_gib_signed;
   const std::uint64_t available = budget.available_bytes;
 
   // Stages 4-5: blocks on each worker, the minimum over workers.

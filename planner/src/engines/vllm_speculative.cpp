@@ -12,11 +12,6 @@ namespace kvsight::vllm {
 
 namespace {
 
-bool allocates(const LayerSpec& l) {
-  return l.kind == LayerKind::full_attention || l.kind == LayerKind::sliding_window ||
-         l.kind == LayerKind::chunked_local || l.kind == LayerKind::mla;
-}
-
 // The target's non-embedding weight bytes per decoder layer, per rank: the MTP layers are
 // decoder layers of the target's own shape, loaded by the drafter from the same checkpoint.
 std::uint64_t per_layer_weight_bytes(const ModelSpec& target, std::uint32_t tp, std::uint32_t pp) {
@@ -84,7 +79,7 @@ ModelSpec with_draft_layers(const ModelSpec& target, const EngineOptions& option
                                                      "' has recurrent layers; a recurrent draft is "
                                                      "not modelled");
   for (const LayerSpec& l : draft.layers) {
-    if (!allocates(l)) continue;
+    if (!l.allocates_kv()) continue;
     out.layers.push_back(l);
     ++plan.kv_layers;
   }
