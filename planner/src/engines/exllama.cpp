@@ -91,10 +91,11 @@ class ExllamaEngine final : public Engine {
   }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     return given_or_default_block(
-        options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator", [](std::uint32_t b) { return b == kPage; },
-        "256 (the dynamic generator's fixed page)");
+        options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator",
+        [](std::uint32_t b) { return b == kPage; }, "256 (the dynamic generator's fixed page)");
   }
-  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*, const EngineOptions&) const override {
+  std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*,
+                                           const EngineOptions&) const override {
     return {};
   }
 
@@ -115,14 +116,13 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     throw InputError("--model", "recurrent (Mamba / linear attention) layers are not supported by " + name());
 
   // Every attention layer holds every cached token (no sliding-window savings in the cache).
-  std::uint64_t per_token = 0, per_token_fp16 = 0, largest_layer_fp16 = 0;
+  std::uint64_t per_token = 0, largest_layer_fp16 = 0;
   for (const LayerSpec& l : model.layers) {
     if (!l.allocates_kv()) continue;
     const std::uint64_t d_k = std::uint64_t{l.kv_heads} * l.head_dim_k;
     const std::uint64_t d_v = std::uint64_t{l.kv_heads} * l.head_dim_v;
     per_token += token_layer_bytes(mode, d_k, d_v);
     const std::uint64_t fp16 = 2 * (d_k + d_v);
-    per_token_fp16 += fp16;
     largest_layer_fp16 = std::max(largest_layer_fp16, fp16);
   }
   const std::uint64_t max_seq_len = derived_max_model_len(model);
