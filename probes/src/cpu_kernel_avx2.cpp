@@ -28,6 +28,11 @@
 //    each 64-byte line of the tile's rows for all of them (four streams: K and
 //    V of both halves of the tile), as the AVX-512 kernel does: with 16-token
 //    blocks and 8 KV heads a block is one contiguous 32 KiB run.
+//  - while a tile is computed, the next tile's lines are prefetched towards
+//    L2 a few at a time from inside the score and P x V loops
+//    (NextTilePrefetch), so the DRAM misses of tile i+1 overlap the FMAs of
+//    tile i instead of following them: +25-60% on the split-KV probe shape
+//    (docs/measurements.md, 2026-12-02).
 // Every function that uses the instructions carries the target attribute, so
 // the rest of the binary stays baseline x86-64 and this code runs only after
 // cpu_has_avx2_f16c() said so.
@@ -152,12 +157,40 @@ KVS_AVX2_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t
   __asm__ volatile("" : : "x"(s0), "x"(s1), "x"(s2), "x"(s3));
 }
 
+// The next tile's rows, fetched towards L2 (prefetcht2) a few 64-byte lines at
+// a time from inside this tile's compute loops, so that its DRAM misses are
+// in flight while the FMAs run; touch_tile then finds them in L2. Spread
+// evenly: whole slices at once (per head, or a tile in bulk) kept too many
+// misses queued behind each other and halved the speed (docs/measurements.md).
+struct NextTilePrefetch {
+  const char* k = nullptr;             // K cache of the task's first head, bytes
+  const char* v = nullptr;             // V cache, bytes
+  const long long* offsets = nullptr;  // element offsets of the next tile's rows
+  int rows = 0;                        // rows of the next tile (0: nothing to fetch)
+  int lines_per_row = 0;               // 64-byte lines of one row of the task's heads
+  int per_call = 0;                    // lines issued per issue()
+  int row = 0, line = 0;               // cursor: next line to issue, K then V of it
+
+  KVS_AVX2_INLINE void issue() {
+    for (int n = per_call; n > 0 && row < rows; --n) {
+      const long long byte = offsets[row] * 2 + 64LL * line;
+      _mm_prefetch(k + byte, _MM_HINT_T2);
+      _mm_prefetch(v + byte, _MM_HINT_T2);
+      if (++line == lines_per_row) {
+        line = 0;
+        ++row;
+      }
+    }
+  }
+};
+
 // Scores of NH query heads (q rows of HEAD_DIM floats, scale folded in) over
 // the tile's kTile rows (rows past count read kZeroRow): two tokens per pass.
 template <int HEAD_DIM, bool BF16, int NH>
 KVS_AVX2_INLINE void scores(const float* q, const std::uint16_t* const* k_rows, int count,
-                            float (*out)[kTile]) {
+                            float (*out)[kTile], NextTilePrefetch& next) {
   for (int t = 0; t < count; t += 2) {
+    next.issue();
     __m256 a[8];
     for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
     const std::uint16_t* k0 = k_rows[t];
@@ -201,8 +234,9 @@ KVS_AVX2_INLINE void scores(const float* q, const std::uint16_t* const* k_rows, 
 // dimensions at a time, NH x 2 accumulators in registers.
 template <int HEAD_DIM, bool BF16, int NH>
 KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], const float* rescale,
-                                     const std::uint16_t* const* v_rows, int count) {
+                                     const std::uint16_t* const* v_rows, int count, NextTilePrefetch& next) {
   for (int d = 0; d < HEAD_DIM; d += 16) {
+    next.issue();
     __m256 a[NH][2];
     for (int h = 0; h < NH; ++h) {
       const __m256 r = _mm256_set1_ps(rescale[h]);
@@ -237,33 +271,36 @@ KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], 
 // All heads of the group in blocks of 4, then the 1-3 left over.
 template <int HEAD_DIM, bool BF16>
 KVS_AVX2_INLINE void all_scores(const float* q, int group, const std::uint16_t* const* k_rows, int count,
-                                float (*out)[kTile]) {
+                                float (*out)[kTile], NextTilePrefetch& next) {
   int g = 0;
-  for (; g + 4 <= group; g += 4) scores<HEAD_DIM, BF16, 4>(q + g * HEAD_DIM, k_rows, count, out + g);
+  for (; g + 4 <= group; g += 4) scores<HEAD_DIM, BF16, 4>(q + g * HEAD_DIM, k_rows, count, out + g, next);
   switch (group - g) {
     case 3:
-      return scores<HEAD_DIM, BF16, 3>(q + g * HEAD_DIM, k_rows, count, out + g);
+      return scores<HEAD_DIM, BF16, 3>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     case 2:
-      return scores<HEAD_DIM, BF16, 2>(q + g * HEAD_DIM, k_rows, count, out + g);
+      return scores<HEAD_DIM, BF16, 2>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     case 1:
-      return scores<HEAD_DIM, BF16, 1>(q + g * HEAD_DIM, k_rows, count, out + g);
+      return scores<HEAD_DIM, BF16, 1>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     default:
       return;
   }
 }
 template <int HEAD_DIM, bool BF16>
 KVS_AVX2_INLINE void all_values(float* acc, int group, const float (*weights)[kTile], const float* rescale,
-                                const std::uint16_t* const* v_rows, int count) {
+                                const std::uint16_t* const* v_rows, int count, NextTilePrefetch& next) {
   int g = 0;
   for (; g + 4 <= group; g += 4)
-    weighted_values<HEAD_DIM, BF16, 4>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+    weighted_values<HEAD_DIM, BF16, 4>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count, next);
   switch (group - g) {
     case 3:
-      return weighted_values<HEAD_DIM, BF16, 3>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+      return weighted_values<HEAD_DIM, BF16, 3>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                                next);
     case 2:
-      return weighted_values<HEAD_DIM, BF16, 2>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+      return weighted_values<HEAD_DIM, BF16, 2>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                                next);
     case 1:
-      return weighted_values<HEAD_DIM, BF16, 1>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+      return weighted_values<HEAD_DIM, BF16, 1>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                                next);
     default:
       return;
   }
@@ -272,11 +309,12 @@ KVS_AVX2_INLINE void all_values(float* acc, int group, const float (*weights)[kT
 // One tile of one KV head: scores, online softmax, P x V into state.
 template <int HEAD_DIM, bool BF16>
 KVS_AVX2_INLINE void attend_tile(const float* q, int group, const std::uint16_t* const* k_rows,
-                                 const std::uint16_t* const* v_rows, int count, TaskState& state) {
+                                 const std::uint16_t* const* v_rows, int count, TaskState& state,
+                                 NextTilePrefetch& next) {
   alignas(32) float weights[kMaxGqa][kTile];  // scores, then softmax weights
   float rescale[kMaxGqa];
   const int count2 = (count + 1) / 2 * 2;  // scores are computed in token pairs
-  all_scores<HEAD_DIM, BF16>(q, group, k_rows, count2, weights);
+  all_scores<HEAD_DIM, BF16>(q, group, k_rows, count2, weights, next);
   const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 valid[kTile / 8];  // all-ones lanes for tokens < count
@@ -304,7 +342,7 @@ KVS_AVX2_INLINE void attend_tile(const float* q, int group, const std::uint16_t*
     state.running_sum[g] = state.running_sum[g] * r + horizontal_sum(total);
     state.running_max[g] = new_max;
   }
-  all_values<HEAD_DIM, BF16>(state.acc, group, weights, rescale, v_rows, count);
+  all_values<HEAD_DIM, BF16>(state.acc, group, weights, rescale, v_rows, count, next);
 }
 
 template <int HEAD_DIM, bool BF16>
@@ -346,9 +384,25 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache) + first_kv_head * HEAD_DIM;
   const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache) + first_kv_head * HEAD_DIM;
 
+  // Issue points per tile: each head's score pairs and P x V dimension steps,
+  // per block of up to 4 query heads (scores / weighted_values).
+  const int blocks = (group + 3) / 4;
+  NextTilePrefetch next;
+  next.k = reinterpret_cast<const char*>(k_cache);
+  next.v = reinterpret_cast<const char*>(v_cache);
+  next.lines_per_row = kv_head_count * HEAD_DIM * 2 / 64;
+  long long next_offsets[kTile];
+  if (begin < end) row_offsets(p, block_table, begin, std::min(kTile, end - begin), 0, next_offsets);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
-    row_offsets(p, block_table, tile_start, count, 0, offsets);
+    std::copy(next_offsets, next_offsets + count, offsets);
+    const int next_start = tile_start + kTile;
+    next.rows = next_start < end ? std::min(kTile, end - next_start) : 0;
+    if (next.rows > 0) row_offsets(p, block_table, next_start, next.rows, 0, next_offsets);
+    next.offsets = next_offsets;
+    next.row = next.line = 0;
+    const int issue_points = kv_head_count * blocks * ((count + 1) / 2 + HEAD_DIM / 16);
+    next.per_call = (next.rows * next.lines_per_row + issue_points - 1) / issue_points;
     touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
     for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
     for (int h = 0; h < kv_head_count; ++h) {
@@ -358,7 +412,7 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
       }
       attend_tile<HEAD_DIM, BF16>(
           q + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM, group, k_rows, v_rows,
-          count, states[h]);
+          count, states[h], next);
     }
   }
 }
