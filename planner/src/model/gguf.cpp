@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <string>
+#include <string_view>
 
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -320,7 +322,7 @@ class Meta {
  public:
   Meta(const GgufFile& file, std::string path, std::string arch)
       : file_(file), path_(std::move(path)), arch_(std::move(arch)) {}
-  std::string key(const std::string& suffix) const { return arch_ + "." + suffix; }
+  std::string key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
   const nlohmann::json* find(const std::string& full) const {
     auto it = file_.metadata.find(full);
     return it == file_.metadata.end() ? nullptr : &it->second;
@@ -352,7 +354,9 @@ class Meta {
       throw InputError(path_ + ": " + key(suffix),
                        "has " + std::to_string(v->size()) + " entries for " + std::to_string(n) + " layers");
     std::vector<std::uint64_t> out;
-    for (const auto& x : *v) out.push_back(as_uint(x, key(suffix)));
+    out.reserve(v->size());
+    const std::string full = key(suffix);  // once, not per layer: a 100,000-layer file is allowed
+    for (const auto& x : *v) out.push_back(as_uint(x, full));
     return out;
   }
   double number(const std::string& suffix, double fallback) const {
@@ -367,7 +371,8 @@ class Meta {
     if (!v->is_string()) throw InputError(path_ + ": " + full, "must be a string");
     return v->get<std::string>();
   }
-  std::uint32_t u32(std::uint64_t v, const std::string& suffix) const {
+  // Called per layer: the key is built only for the error (suffix is a literal).
+  std::uint32_t u32(std::uint64_t v, std::string_view suffix) const {
     if (v > 0xffffffffull)
       throw InputError(path_ + ": " + key(suffix), "is " + std::to_string(v) + "; at most 4294967295");
     return static_cast<std::uint32_t>(v);
