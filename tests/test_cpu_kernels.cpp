@@ -31,6 +31,7 @@ std::vector<std::string> cpu_kernels() {
   std::vector<std::string> out = {"portable"};
   if (kd::cpu_has_avx2_f16c()) out.push_back("avx2");
   if (kd::cpu_has_avx512_bf16()) out.push_back("avx512-bf16");
+  if (kd::cpu_has_avx512() && kd::cpu_has_avx2_f16c()) out.push_back("avx512-fp16");
   return out;
 }
 
@@ -186,12 +187,26 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   ASSERT_EQ(portable.rfind("bf16: portable", 0), 0u) << portable;
   EXPECT_NE(portable.find("; fp16: portable"), std::string::npos) << portable;
   const std::string automatic = kd::cpu_open(1, "auto")->info().cpu_kernel;
-  if (kd::cpu_has_avx512_bf16()) {
-    EXPECT_EQ(automatic, "bf16: avx512-bf16; fp16: avx2");
-  } else if (kd::cpu_has_avx2_f16c()) {
-    EXPECT_EQ(automatic, "bf16: avx2; fp16: avx2");
-  } else {
+  const bool avx2 = kd::cpu_has_avx2_f16c();
+  if (!avx2) {
     EXPECT_EQ(automatic, portable);
+  } else {
+    // bf16 takes the BF16 extension where there is one; fp16 needs AVX-512 F/BW/DQ/VL only.
+    const std::string bf16 = kd::cpu_has_avx512_bf16() ? "avx512-bf16" : "avx2";
+    const std::string fp16 = kd::cpu_has_avx512() ? "avx512-fp16" : "avx2";
+    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16);
+  }
+  if (avx2 && kd::cpu_has_avx512()) {
+    EXPECT_NE(kd::cpu_open(1, "avx512-fp16")->info().cpu_kernel.find("; fp16: avx512-fp16"),
+              std::string::npos);
+  } else {
+    try {
+      kd::cpu_open(1, "avx512-fp16");
+      FAIL() << "expected an InputError";
+    } catch (const kvsight::InputError& e) {
+      EXPECT_EQ(e.field(), "--cpu-kernel");
+      EXPECT_NE(std::string(e.what()).find("needs AVX-512 F/BW/DQ/VL"), std::string::npos) << e.what();
+    }
   }
   if (kd::cpu_has_avx2_f16c()) {
     EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel, "bf16: avx2; fp16: avx2");
@@ -208,7 +223,8 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
     FAIL() << "expected an InputError";
   } catch (const kvsight::InputError& e) {
     EXPECT_EQ(e.field(), "--cpu-kernel");
-    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx2, portable"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx512-fp16, avx2, portable"),
+              std::string::npos)
         << e.what();
   }
 }

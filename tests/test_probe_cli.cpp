@@ -19,10 +19,11 @@ TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
   EXPECT_EQ(j["backends"][2]["name"], "cpu");
   EXPECT_EQ(j["backends"][2]["status"], "ok");
   // The cpu device names the kernel auto picks for each dtype: AVX-512 BF16 or AVX2 or portable for
-  // bf16, AVX2 or portable for fp16 (test_cpu_kernels.cpp checks which against the CPU's flags).
+  // bf16, AVX-512 or AVX2 or portable for fp16 (test_cpu_kernels.cpp checks which against the CPU's flags).
   const std::string cpu_kernel = j["backends"][2]["devices"][0]["cpu_kernel"];
-  EXPECT_TRUE(cpu_kernel.rfind("bf16: avx512-bf16; fp16: ", 0) == 0 ||
-              cpu_kernel == "bf16: avx2; fp16: avx2" || cpu_kernel.rfind("bf16: portable", 0) == 0)
+  EXPECT_TRUE(cpu_kernel == "bf16: avx512-bf16; fp16: avx512-fp16" ||
+              cpu_kernel == "bf16: avx2; fp16: avx512-fp16" || cpu_kernel == "bf16: avx2; fp16: avx2" ||
+              cpu_kernel.rfind("bf16: portable", 0) == 0)
       << cpu_kernel;
   // No GPU on the test machines: a compiled GPU backend says "no device: ...", an absent one "not compiled".
   for (int i = 0; i < 2; ++i) {
@@ -86,10 +87,13 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
   run = run_kvsight(
       {"probe", "sweep", "--backend", "cpu", "--contexts", "512,18014398509481984K"});  // 2^54 x 2^10
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--contexts: '18014398509481984K' exceeds 2^64 - 1 (overflows 64 bits)"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("--contexts: '18014398509481984K' exceeds 2^64 - 1 (overflows 64 bits)"),
+            std::string::npos)
+      << run.err;
   run = run_kvsight({"probe", "attention", "--backend", "cpu", "--cpu-kernel", "avx1024"});
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, avx2, portable"),
+  EXPECT_NE(run.err.find(
+                "--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, avx512-fp16, avx2, portable"),
             std::string::npos)
       << run.err;
 }

@@ -26,6 +26,8 @@ std::vector<std::string> cpu_kernels() {
   std::vector<std::string> out = {"portable"};
   if (kvsight::probes::detail::cpu_has_avx2_f16c()) out.push_back("avx2");
   if (kvsight::probes::detail::cpu_has_avx512_bf16()) out.push_back("avx512-bf16");
+  if (kvsight::probes::detail::cpu_has_avx512() && kvsight::probes::detail::cpu_has_avx2_f16c())
+    out.push_back("avx512-fp16");
   return out;
 }
 
@@ -241,7 +243,8 @@ TEST(ProbeKernels, UnknownCpuKernelIsRefused) {
     FAIL() << "expected an InputError";
   } catch (const kvsight::InputError& e) {
     EXPECT_EQ(e.field(), "--cpu-kernel");
-    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx2, portable"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("allowed: auto, avx512-bf16, avx512-fp16, avx2, portable"),
+              std::string::npos)
         << e.what();
   }
 }

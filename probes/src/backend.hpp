@@ -55,7 +55,7 @@ class Backend {
 
 // Each backend: discovery (never throws) and opening a device (throws DeviceError).
 BackendInfo cpu_discover();
-// kernel: auto | avx512-bf16 | portable (ProbeOptions::cpu_kernel).
+// kernel: auto | avx512-bf16 | avx512-fp16 | avx2 | portable (ProbeOptions::cpu_kernel).
 std::unique_ptr<Backend> cpu_open(std::uint32_t threads, const std::string& kernel = "auto");
 BackendInfo cuda_discover();
 std::unique_ptr<Backend> cuda_open(int device);

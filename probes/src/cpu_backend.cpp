@@ -2,8 +2,9 @@
 // per (sequence, KV head) walking its context with an online softmax over tiles
 // of kTileTokens; split-KV tasks per (sequence, KV head, split) plus a reduce),
 // run on std::threads over 16-bit data. It lets every probe run and be tested on
-// a machine with no GPU. Where the CPU has AVX-512 BF16, bf16 data goes to the
-// 16-lane kernel of cpu_kernel_avx512_bf16.cpp (--cpu-kernel chooses). The
+// a machine with no GPU. Where the CPU has AVX-512 (with BF16 for bf16), data
+// goes to the 16-lane kernels of cpu_kernel_avx512.cpp, else to the AVX2 kernel
+// of cpu_kernel_avx2.cpp (--cpu-kernel chooses). The
 // portable kernel here uses explicit 8-lane vectors (bf16 -> fp32 is
 // a shift or a mask; fixed HEAD_DIM; scores for 2 heads x 4 tokens per pass with
 // one shuffle reduction; a vector exp per tile) and the hot entry point is cloned
@@ -614,7 +615,7 @@ DeviceInfo describe_cpu(std::uint32_t threads) {
 }
 
 // Which paged-decode kernel the backend runs for one dtype.
-enum class CpuKernel { portable, avx2, avx512_bf16 };
+enum class CpuKernel { portable, avx2, avx512_bf16, avx512_fp16 };
 // The kernel of each dtype (--cpu-kernel).
 struct CpuKernels {
   CpuKernel bf16 = CpuKernel::portable;
@@ -630,16 +631,20 @@ std::string portable_kernel_name() {
 #endif
 }
 
-constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx2, portable";
+constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx512-fp16, avx2, portable";
 
 // --cpu-kernel: auto gives each dtype the fastest kernel this CPU runs
-// (bf16: avx512-bf16, else avx2, else portable; fp16: avx2, else portable);
-// avx512-bf16 forces it for bf16 (fp16 as auto); avx2 forces the AVX2 kernel
-// for both; portable the portable one for both.
+// (bf16: avx512-bf16, else avx2, else portable; fp16: avx512-fp16, else
+// avx2, else portable); avx512-bf16 forces it for bf16 and avx512-fp16 for
+// fp16 (the other dtype as auto); avx2 forces the AVX2 kernel for both;
+// portable the portable one for both. avx512-fp16 is VCVTPH2PS at 16 lanes
+// (AVX-512 F), not the AVX512-FP16 arithmetic extension.
 CpuKernels choose_cpu_kernel(const std::string& requested) {
   const bool avx2 = cpu_has_avx2_f16c();
-  const CpuKernel best_fp16 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
-  if (requested == "auto") return {cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_fp16, best_fp16};
+  const CpuKernel best_avx2 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
+  const CpuKernel best_bf16 = cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_avx2;
+  const CpuKernel best_fp16 = cpu_has_avx512() && avx2 ? CpuKernel::avx512_fp16 : best_avx2;
+  if (requested == "auto") return {best_bf16, best_fp16};
   if (requested == "portable") return {CpuKernel::portable, CpuKernel::portable};
   if (requested == "avx2") {
     if (!avx2) {
@@ -659,6 +664,16 @@ CpuKernels choose_cpu_kernel(const std::string& requested) {
     }
     return {CpuKernel::avx512_bf16, best_fp16};
   }
+  if (requested == "avx512-fp16") {
+    if (!cpu_has_avx512() || !avx2) {
+      throw InputError(
+          "--cpu-kernel",
+          std::string("avx512-fp16 needs AVX-512 F/BW/DQ/VL (Intel Skylake-SP and later server "
+                      "parts, AMD Zen 4 and later), which this CPU lacks; allowed here: auto, ") +
+              (avx2 ? "avx2, " : "") + "portable");
+    }
+    return {best_bf16, CpuKernel::avx512_fp16};
+  }
   throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: " + kCpuKernelChoices);
 }
 
@@ -668,6 +683,8 @@ std::string cpu_kernel_name(CpuKernel kernel) {
       return "avx2";
     case CpuKernel::avx512_bf16:
       return "avx512-bf16";
+    case CpuKernel::avx512_fp16:
+      return "avx512-fp16";
     default:
       return portable_kernel_name();
   }
@@ -722,6 +739,8 @@ class CpuBackend final : public Backend {
       const TaskRange range = task_range(p, split, seq, split_index);
       if (kernel == CpuKernel::avx512_bf16) {
         attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+      } else if (kernel == CpuKernel::avx512_fp16) {
+        attend_avx512_fp16(p, seq, first_head, heads, range.begin, range.end, states.data());
       } else {
         attend_avx2(p, seq, first_head, heads, range.begin, range.end, states.data());
       }

@@ -1,10 +1,15 @@
 #pragma once
 // What the cpu backend's paged-decode kernels share: the per-task state and
 // the kernel variants the backend can pick (portable vector code, cloned for
-// x86-64-v3; an AVX2 + FMA + F16C kernel for bf16 and fp16; an AVX-512 BF16
-// kernel for bf16 where the CPU has it).
+// x86-64-v3; an AVX2 + FMA + F16C kernel for bf16 and fp16; AVX-512 kernels,
+// for bf16 where the CPU has the BF16 extension and for fp16 with AVX-512 F).
+#include <algorithm>
 #include <cstdint>
 #include <string>
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "../../kernels/paged_decode_params.hpp"
 
@@ -36,6 +41,67 @@ inline void row_offsets(const kernels::PagedDecodeParams& p, const std::int32_t*
   }
 }
 
+#if defined(__x86_64__)
+// The next tile's rows, fetched towards L2 (prefetcht2) a few 64-byte lines at
+// a time from inside this tile's compute loops, so that its DRAM misses are in
+// flight while the FMAs run; the next touch_tile then finds them in L2. Both
+// x86 kernels use it (PREFETCHT2 is SSE, baseline x86-64). Spread evenly:
+// whole slices at once (per head, or a tile in bulk) kept too many misses
+// queued behind each other and halved the speed (docs/measurements.md).
+class NextTilePrefetch {
+ public:
+  // k, v: the caches at the task's first head; row_elements: 16-bit values of
+  // one row of the task's heads; end: the task's last token + 1.
+  NextTilePrefetch(const kernels::PagedDecodeParams& p, const std::int32_t* block_table, const void* k,
+                   const void* v, int row_elements, int end)
+      : p_(p),
+        table_(block_table),
+        k_(static_cast<const char*>(k)),
+        v_(static_cast<const char*>(v)),
+        lines_per_row_(row_elements * 2 / 64),
+        end_(end) {}
+
+  // Queues the rows of the tile after the one at tile_start, to go out over
+  // the issue_points issue() calls the kernel makes while computing this tile.
+  void queue_after(int tile_start, int issue_points) {
+    const int next_start = tile_start + kernels::kTileTokens;
+    rows_ = next_start < end_ ? std::min(kernels::kTileTokens, end_ - next_start) : 0;
+    if (rows_ > 0) row_offsets(p_, table_, next_start, rows_, 0, offsets_);
+    row_ = line_ = 0;
+    const int points = issue_points > 0 ? issue_points : 1;
+    per_call_ = (rows_ * lines_per_row_ + points - 1) / points;
+  }
+
+  __attribute__((always_inline)) void issue() {
+    for (int n = per_call_; n > 0 && row_ < rows_; --n) {
+      const long long byte = offsets_[row_] * 2 + 64LL * line_;
+      _mm_prefetch(k_ + byte, _MM_HINT_T2);
+      _mm_prefetch(v_ + byte, _MM_HINT_T2);
+      if (++line_ == lines_per_row_) {
+        line_ = 0;
+        ++row_;
+      }
+    }
+  }
+  // Issues what the tile's compute left (when its issue points were fewer than counted).
+  void finish() {
+    per_call_ = rows_ * lines_per_row_;
+    issue();
+  }
+
+ private:
+  const kernels::PagedDecodeParams& p_;
+  const std::int32_t* table_;
+  const char* k_;
+  const char* v_;
+  int lines_per_row_;
+  int end_;
+  long long offsets_[kernels::kTileTokens];  // element offsets of the queued rows
+  int rows_ = 0, per_call_ = 0;
+  int row_ = 0, line_ = 0;  // cursor: the next line to issue, in K and in V
+};
+#endif
+
 // Dimension order of a task's accumulators: 0 is natural; c means each run of
 // c dimensions holds its c/2 even dimensions, then its c/2 odd ones (what
 // widening bf16 pairs with a shift and a mask leaves). The portable bf16 path
@@ -48,8 +114,12 @@ constexpr int kAvx512Bf16Interleave = 32;
 // KV heads one task of the AVX-512 kernel walks together (cpu_backend.cpp).
 int heads_per_task_for(int num_kv_heads, int head_dim, long long seqs_x_splits, std::uint32_t threads);
 
-// True when this CPU and OS run AVX-512 F/BW/DQ/VL with the BF16 extension
-// (Intel Cooper Lake / Sapphire Rapids and later, AMD Zen 4 and later).
+// True when this CPU and OS run AVX-512 F/BW/DQ/VL (Intel Skylake-SP and
+// later server parts, AMD Zen 4 and later).
+bool cpu_has_avx512();
+
+// True when they also run the BF16 extension (Intel Cooper Lake / Sapphire
+// Rapids and later, AMD Zen 4 and later).
 bool cpu_has_avx512_bf16();
 
 // The AVX-512 BF16 kernel for bf16 q/K/V: attends tokens [begin, end) of
@@ -57,6 +127,11 @@ bool cpu_has_avx512_bf16();
 // tile by tile with the heads in lockstep, and leaves states[h].acc in
 // kAvx512Bf16Interleave order. Only call it when cpu_has_avx512_bf16().
 void attend_avx512_bf16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
+                        int begin, int end, TaskState* states);
+
+// The AVX-512 kernel for fp16 q/K/V (cpu_kernel_avx512.cpp): the same walk,
+// accumulators in natural order. Only call it when cpu_has_avx512().
+void attend_avx512_fp16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
                         int begin, int end, TaskState* states);
 
 // True when this CPU and OS run AVX2 with FMA and F16C (x86-64-v3: AMD

@@ -2,7 +2,7 @@
 // q/K/V: the same algorithm as attend_range in cpu_backend.cpp (each
 // (sequence, KV head) walks its token range in tiles of 32 with an online
 // softmax; split-KV partials are reduced by the backend), laid out as the
-// AVX-512 BF16 kernel (cpu_kernel_avx512_bf16.cpp) at 8 lanes.
+// AVX-512 BF16 kernel (cpu_kernel_avx512.cpp) at 8 lanes.
 //
 // Why it exists: on an x86-64 CPU without AVX-512 BF16 (AMD Zen 2/3, Intel
 // before Sapphire Rapids) every probe took the portable kernel, which is
@@ -156,33 +156,6 @@ KVS_AVX2_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t
   }
   __asm__ volatile("" : : "x"(s0), "x"(s1), "x"(s2), "x"(s3));
 }
-
-// The next tile's rows, fetched towards L2 (prefetcht2) a few 64-byte lines at
-// a time from inside this tile's compute loops, so that its DRAM misses are
-// in flight while the FMAs run; touch_tile then finds them in L2. Spread
-// evenly: whole slices at once (per head, or a tile in bulk) kept too many
-// misses queued behind each other and halved the speed (docs/measurements.md).
-struct NextTilePrefetch {
-  const char* k = nullptr;             // K cache of the task's first head, bytes
-  const char* v = nullptr;             // V cache, bytes
-  const long long* offsets = nullptr;  // element offsets of the next tile's rows
-  int rows = 0;                        // rows of the next tile (0: nothing to fetch)
-  int lines_per_row = 0;               // 64-byte lines of one row of the task's heads
-  int per_call = 0;                    // lines issued per issue()
-  int row = 0, line = 0;               // cursor: next line to issue, K then V of it
-
-  KVS_AVX2_INLINE void issue() {
-    for (int n = per_call; n > 0 && row < rows; --n) {
-      const long long byte = offsets[row] * 2 + 64LL * line;
-      _mm_prefetch(k + byte, _MM_HINT_T2);
-      _mm_prefetch(v + byte, _MM_HINT_T2);
-      if (++line == lines_per_row) {
-        line = 0;
-        ++row;
-      }
-    }
-  }
-};
 
 // Scores of NH query heads (q rows of HEAD_DIM floats, scale folded in) over
 // the tile's kTile rows (rows past count read kZeroRow): two tokens per pass.
@@ -387,22 +360,12 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   // Issue points per tile: each head's score pairs and P x V dimension steps,
   // per block of up to 4 query heads (scores / weighted_values).
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next;
-  next.k = reinterpret_cast<const char*>(k_cache);
-  next.v = reinterpret_cast<const char*>(v_cache);
-  next.lines_per_row = kv_head_count * HEAD_DIM * 2 / 64;
-  long long next_offsets[kTile];
-  if (begin < end) row_offsets(p, block_table, begin, std::min(kTile, end - begin), 0, next_offsets);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
-    std::copy(next_offsets, next_offsets + count, offsets);
-    const int next_start = tile_start + kTile;
-    next.rows = next_start < end ? std::min(kTile, end - next_start) : 0;
-    if (next.rows > 0) row_offsets(p, block_table, next_start, next.rows, 0, next_offsets);
-    next.offsets = next_offsets;
-    next.row = next.line = 0;
+    row_offsets(p, block_table, tile_start, count, 0, offsets);
     const int issue_points = kv_head_count * blocks * ((count + 1) / 2 + HEAD_DIM / 16);
-    next.per_call = (next.rows * next.lines_per_row + issue_points - 1) / issue_points;
+    next.queue_after(tile_start, issue_points);
     touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
     for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
     for (int h = 0; h < kv_head_count; ++h) {
@@ -414,6 +377,7 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
           q + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM, group, k_rows, v_rows,
           count, states[h], next);
     }
+    next.finish();
   }
 }
 

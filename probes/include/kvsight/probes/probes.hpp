@@ -36,7 +36,7 @@ struct ProbeOptions {
   std::uint64_t seed = 20260729;    // random data and block tables
   std::uint32_t splits = 0;         // split-KV split count; 0 = kvsight::plan_splits (occupancy)
   std::uint32_t threads = 0;        // cpu backend threads; 0 = std::thread::hardware_concurrency()
-  std::string cpu_kernel = "auto";  // cpu backend: auto | avx512-bf16 | portable
+  std::string cpu_kernel = "auto";  // cpu backend: auto | avx512-bf16 | avx512-fp16 | avx2 | portable
   int launches_per_sample = 0;      // launches per timed sample; 0 = auto (8 on GPUs, 1 on cpu)
   bool stream_reference = true;     // measure the stream probe on the session's K pool (ratio_to_stream)
   std::function<void(const std::string&)> progress;  // long sweeps report here (stderr in the CLI)

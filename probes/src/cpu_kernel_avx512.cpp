@@ -1,7 +1,8 @@
-// The cpu backend's AVX-512 BF16 paged-decode kernel for bf16 q/K/V: the same
-// algorithm as attend_range in cpu_backend.cpp (each (sequence, KV head) walks
-// its token range in tiles of 32 with an online softmax; split-KV partials are
-// reduced by the backend) at 16 lanes.
+// The cpu backend's AVX-512 paged-decode kernels, for bf16 q/K/V (with the
+// BF16 extension) and for fp16 (AVX-512 F/BW/DQ/VL): the same algorithm as
+// attend_range in cpu_backend.cpp (each (sequence, KV head) walks its token
+// range in tiles of 32 with an online softmax; split-KV partials are reduced
+// by the backend) at 16 lanes.
 //
 // Why it exists: the portable 8-lane kernel spends ~370 instructions per
 // (token, KV head) at GQA 4 and is bound by arithmetic, not by memory (see
@@ -26,12 +27,22 @@
 //    contiguous 32 KiB run instead of 256 B at a 2 KiB stride, and dense loads
 //    keep many misses in flight (software prefetches did not help; numbers at
 //    touch_tile and in docs/measurements.md).
-// Every function that uses the instructions carries the target attribute, so
+// fp16 (issue #15 item 7): K and V are widened 16 at a time with VCVTPH2PS
+// (AVX-512 F; exact, subnormals included) in natural order; q is widened and
+// scaled once per task. Scores take 4 tokens x up to 4 query heads per pass
+// (16 accumulators), so each converted K vector feeds 4 FMAs, and reduce16
+// folds the 16 dot products at once; the softmax, P x V and the tile walk are
+// the bf16 kernel's.
+// Every function that uses the instructions carries a target attribute, so
 // the rest of the binary stays baseline x86-64 and this code runs only after
-// cpu_has_avx512_bf16() said so.
+// cpu_has_avx512() / cpu_has_avx512_bf16() said so. The bf16 tile, the only
+// code with BF16 instructions, is its own (not inlined) function, so the fp16
+// path never contains them.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "cpu_kernel.hpp"
 #include "kvsight/error.hpp"
@@ -52,16 +63,18 @@ namespace kvsight::probes::detail {
 
 #if KVS_AVX512_KERNEL
 
-bool cpu_has_avx512_bf16() {
+bool cpu_has_avx512() {
   __builtin_cpu_init();
   // libgcc / compiler-rt also check that the OS saves the AVX-512 state (XCR0).
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512bf16");
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 }
 
-#define KVS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+bool cpu_has_avx512_bf16() { return cpu_has_avx512() && __builtin_cpu_supports("avx512bf16"); }
+
+#define KVS_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define KVS_AVX512_INLINE KVS_AVX512 __attribute__((always_inline)) inline
+#define KVS_AVX512_BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
 
 namespace {
 
@@ -143,25 +156,35 @@ KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16
   __asm__ volatile("" : : "v"(s0), "v"(s1), "v"(s2), "v"(s3));
 }
 
-// P x V for NH query heads (acc rows of HEAD_DIM floats, permuted order) over a
-// tile: 64 dimensions at a time, NH x 4 accumulators in registers.
-template <int HEAD_DIM, int NH>
+// P x V for NH query heads (acc rows of HEAD_DIM floats; bf16: permuted
+// order, fp16: natural) over a tile: 64 dimensions at a time, NH x 4
+// accumulators in registers.
+template <int HEAD_DIM, int NH, bool BF16>
 KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile], const float* rescale,
-                                       const std::uint16_t* const* v_rows, int count) {
+                                       const std::uint16_t* const* v_rows, int count,
+                                       NextTilePrefetch& next) {
   const __m512i high_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int d = 0; d < HEAD_DIM; d += 64) {
+    next.issue();
     __m512 a[NH][4];
     for (int h = 0; h < NH; ++h) {
       const __m512 r = _mm512_set1_ps(rescale[h]);
       for (int i = 0; i < 4; ++i) a[h][i] = _mm512_mul_ps(_mm512_load_ps(acc + h * HEAD_DIM + d + 16 * i), r);
     }
     for (int t = 0; t < count; ++t) {
-      const __m512i r0 = _mm512_loadu_si512(v_rows[t] + d);
-      const __m512i r1 = _mm512_loadu_si512(v_rows[t] + d + 32);
-      const __m512 v[4] = {_mm512_castsi512_ps(_mm512_slli_epi32(r0, 16)),
-                           _mm512_castsi512_ps(_mm512_and_si512(r0, high_half)),
-                           _mm512_castsi512_ps(_mm512_slli_epi32(r1, 16)),
-                           _mm512_castsi512_ps(_mm512_and_si512(r1, high_half))};
+      __m512 v[4];
+      if constexpr (BF16) {
+        const __m512i r0 = _mm512_loadu_si512(v_rows[t] + d);
+        const __m512i r1 = _mm512_loadu_si512(v_rows[t] + d + 32);
+        v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(r0, 16));
+        v[1] = _mm512_castsi512_ps(_mm512_and_si512(r0, high_half));
+        v[2] = _mm512_castsi512_ps(_mm512_slli_epi32(r1, 16));
+        v[3] = _mm512_castsi512_ps(_mm512_and_si512(r1, high_half));
+      } else {
+        for (int i = 0; i < 4; ++i)
+          v[i] =
+              _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v_rows[t] + d + 16 * i)));
+      }
       for (int h = 0; h < NH; ++h) {
         const __m512 w = _mm512_set1_ps(weights[h][t]);
         for (int i = 0; i < 4; ++i) a[h][i] = _mm512_fmadd_ps(w, v[i], a[h][i]);
@@ -173,38 +196,15 @@ KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile]
   }
 }
 
-// One tile of one KV head: scores, online softmax, P x V into state.
-template <int HEAD_DIM>
-KVS_AVX512_INLINE void attend_tile(const std::uint16_t* q, int group, float scale_value,
-                                   const std::uint16_t* const* k_rows, const std::uint16_t* const* v_rows,
-                                   int count, TaskState& state) {
-  constexpr int kChunks = HEAD_DIM / 32;      // 512-bit vectors of bf16 per row
-  alignas(64) float weights[kMaxGqa][kTile];  // scores, then softmax weights
+// Online softmax over a tile's scores (weights[g][0..count), scaled), then
+// P x V into state: one max and one rescale per head per tile.
+template <int HEAD_DIM, bool BF16>
+KVS_AVX512_INLINE void softmax_and_values(int group, int count, float (*weights)[kTile],
+                                          const std::uint16_t* const* v_rows, TaskState& state,
+                                          NextTilePrefetch& next) {
   float rescale[kMaxGqa];
-  const __m512 scale = _mm512_set1_ps(scale_value);
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
   const int vectors = (count + 15) / 16;  // score vectors of 16 tokens in this tile
-
-  // Scores: 16 tokens of one head per pass, each K row read as bf16 pairs.
-  for (int g = 0; g < group; ++g) {
-    __m512i qv[kChunks];
-    for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_loadu_si512(q + g * HEAD_DIM + 32 * c);
-    for (int b = 0; b < vectors; ++b) {
-      __m512 dots[16];
-      for (int i = 0; i < 16; ++i) {
-        const std::uint16_t* k_row = k_rows[16 * b + i];
-        __m512 sum = _mm512_setzero_ps();
-        for (int c = 0; c < kChunks; ++c) {
-          sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(qv[c]),
-                                 reinterpret_cast<__m512bh>(_mm512_loadu_si512(k_row + 32 * c)));
-        }
-        dots[i] = sum;
-      }
-      _mm512_store_ps(weights[g] + 16 * b, _mm512_mul_ps(reduce16(dots), scale));
-    }
-  }
-
-  // Online softmax: one max and one rescale per head per tile.
   // Lanes of the two score vectors that hold tokens of this tile.
   const auto lanes = [](int tokens) {
     return static_cast<__mmask16>(tokens >= 16 ? 0xFFFFu : tokens <= 0 ? 0u : (1u << tokens) - 1u);
@@ -231,32 +231,137 @@ KVS_AVX512_INLINE void attend_tile(const std::uint16_t* q, int group, float scal
   // P x V: blocks of 4 heads, then the 1-3 left over.
   int g = 0;
   for (; g + 4 <= group; g += 4)
-    weighted_values<HEAD_DIM, 4>(state.acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count);
+    weighted_values<HEAD_DIM, 4, BF16>(state.acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                       next);
   float* acc_rest = state.acc + g * HEAD_DIM;
   switch (group - g) {
     case 3:
-      weighted_values<HEAD_DIM, 3>(acc_rest, weights + g, rescale + g, v_rows, count);
+      weighted_values<HEAD_DIM, 3, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     case 2:
-      weighted_values<HEAD_DIM, 2>(acc_rest, weights + g, rescale + g, v_rows, count);
+      weighted_values<HEAD_DIM, 2, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     case 1:
-      weighted_values<HEAD_DIM, 1>(acc_rest, weights + g, rescale + g, v_rows, count);
+      weighted_values<HEAD_DIM, 1, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     default:
       break;
   }
 }
 
+// One bf16 tile of one KV head: scores with VDPBF16PS on the raw bf16 q and
+// K, then the softmax and P x V. Not inlined: the only function with BF16
+// instructions (see the file comment).
 template <int HEAD_DIM>
+KVS_AVX512_BF16 __attribute__((noinline)) void attend_tile_bf16(const std::uint16_t* q, int group,
+                                                                float scale_value,
+                                                                const std::uint16_t* const* k_rows,
+                                                                const std::uint16_t* const* v_rows, int count,
+                                                                TaskState& state, NextTilePrefetch& next) {
+  constexpr int kChunks = HEAD_DIM / 32;      // 512-bit vectors of bf16 per row
+  alignas(64) float weights[kMaxGqa][kTile];  // scores, then softmax weights
+  const __m512 scale = _mm512_set1_ps(scale_value);
+  const int vectors = (count + 15) / 16;
+
+  // Scores: 16 tokens of one head per pass, each K row read as bf16 pairs.
+  for (int g = 0; g < group; ++g) {
+    __m512i qv[kChunks];
+    for (int c = 0; c < kChunks; ++c) qv[c] = _mm512_loadu_si512(q + g * HEAD_DIM + 32 * c);
+    for (int b = 0; b < vectors; ++b) {
+      next.issue();
+      __m512 dots[16];
+      for (int i = 0; i < 16; ++i) {
+        const std::uint16_t* k_row = k_rows[16 * b + i];
+        __m512 sum = _mm512_setzero_ps();
+        for (int c = 0; c < kChunks; ++c) {
+          sum = _mm512_dpbf16_ps(sum, reinterpret_cast<__m512bh>(qv[c]),
+                                 reinterpret_cast<__m512bh>(_mm512_loadu_si512(k_row + 32 * c)));
+        }
+        dots[i] = sum;
+      }
+      _mm512_store_ps(weights[g] + 16 * b, _mm512_mul_ps(reduce16(dots), scale));
+    }
+  }
+  softmax_and_values<HEAD_DIM, true>(group, count, weights, v_rows, state, next);
+}
+
+// fp16 scores of NH query heads (q rows of HEAD_DIM floats, scale folded in)
+// over 4 tokens [t0, t0 + 4): each K vector is widened once and feeds NH
+// FMAs; the NH x 4 dot products (index 4h + i) are folded by one reduce16.
+template <int HEAD_DIM, int NH>
+KVS_AVX512_INLINE void scores4_fp16(const float* q, const std::uint16_t* const* k_rows, int t0,
+                                    float (*out)[kTile], NextTilePrefetch& next) {
+  next.issue();
+  __m512 s[16];
+  for (int i = 0; i < 16; ++i) s[i] = _mm512_setzero_ps();
+  for (int d = 0; d < HEAD_DIM; d += 16) {
+    __m512 k[4];
+    for (int i = 0; i < 4; ++i)
+      k[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k_rows[t0 + i] + d)));
+    for (int h = 0; h < NH; ++h) {
+      const __m512 qv = _mm512_load_ps(q + h * HEAD_DIM + d);
+      for (int i = 0; i < 4; ++i) s[4 * h + i] = _mm512_fmadd_ps(qv, k[i], s[4 * h + i]);
+    }
+  }
+  alignas(64) float sums[16];
+  _mm512_store_ps(sums, reduce16(s));
+  for (int h = 0; h < NH; ++h) {
+    for (int i = 0; i < 4; ++i) out[h][t0 + i] = sums[4 * h + i];
+  }
+}
+
+// One fp16 tile of one KV head: scores of every 16-token vector the softmax
+// reads (rows past count are kZeroRow, masked there), then softmax and P x V.
+template <int HEAD_DIM>
+KVS_AVX512_INLINE void attend_tile_fp16(const float* q, int group, const std::uint16_t* const* k_rows,
+                                        const std::uint16_t* const* v_rows, int count, TaskState& state,
+                                        NextTilePrefetch& next) {
+  alignas(64) float weights[kMaxGqa][kTile];
+  const int tokens = (count + 15) / 16 * 16;
+  for (int t0 = 0; t0 < tokens; t0 += 4) {
+    int g = 0;
+    for (; g + 4 <= group; g += 4) scores4_fp16<HEAD_DIM, 4>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+    switch (group - g) {
+      case 3:
+        scores4_fp16<HEAD_DIM, 3>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        break;
+      case 2:
+        scores4_fp16<HEAD_DIM, 2>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        break;
+      case 1:
+        scores4_fp16<HEAD_DIM, 1>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        break;
+      default:
+        break;
+    }
+  }
+  softmax_and_values<HEAD_DIM, false>(group, count, weights, v_rows, state, next);
+}
+
+template <int HEAD_DIM, bool BF16>
 KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                        int end, TaskState* states) {
   const std::uint16_t* k_rows[kTile];
   const std::uint16_t* v_rows[kTile];
   long long offsets[kTile];
   const int group = p.q_per_kv;
-  const auto* q_seq = static_cast<const std::uint16_t*>(p.q) +
-                      static_cast<long long>(seq) * p.num_kv_heads * group * HEAD_DIM;
+  const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
+                       (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
+  // fp16: q of every head of the task in fp32, scale folded in once.
+  thread_local std::vector<float> q_buffer;
+  float* q_float = nullptr;
+  if constexpr (!BF16) {
+    const std::size_t q_floats =
+        static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
+    if (q_buffer.size() < q_floats + 16) q_buffer.resize(q_floats + 16);
+    q_float = q_buffer.data();
+    while (reinterpret_cast<std::uintptr_t>(q_float) % 64 != 0) ++q_float;
+    const __m512 scale = _mm512_set1_ps(p.scale);
+    for (std::size_t i = 0; i < q_floats; i += 16) {
+      const __m512 wide = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_task + i)));
+      _mm512_store_ps(q_float + i, _mm512_mul_ps(wide, scale));
+    }
+  }
   for (int h = 0; h < kv_head_count; ++h) {
     for (int g = 0; g < group; ++g) {
       states[h].running_max[g] = -INFINITY;
@@ -268,9 +373,19 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
   const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache) + first_kv_head * HEAD_DIM;
   const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache) + first_kv_head * HEAD_DIM;
 
+  // The next tile's lines go out from inside the compute (NextTilePrefetch,
+  // cpu_kernel.hpp), spread over each head's issue points: per 16 scores of a
+  // query head (bf16) or per 4 tokens of a block of 4 heads (fp16), and per 64
+  // dimensions of P x V per block of 4 heads.
+  const int blocks = (group + 3) / 4;
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);
+    const int vectors = (count + 15) / 16;
+    const int score_points = BF16 ? group * vectors : blocks * vectors * 4;
+    const int issue_points = kv_head_count * (score_points + blocks * (HEAD_DIM / 64));
+    next.queue_after(tile_start, issue_points);
     // Read the tile's rows of every head of the task in address order
     // before computing on them (see the file comment).
     touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
@@ -280,9 +395,31 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
         k_rows[t] = k_cache + offsets[t] + h * HEAD_DIM;
         v_rows[t] = v_cache + offsets[t] + h * HEAD_DIM;
       }
-      attend_tile<HEAD_DIM>(q_seq + static_cast<long long>(first_kv_head + h) * group * HEAD_DIM, group,
-                            p.scale, k_rows, v_rows, count, states[h]);
+      if constexpr (BF16) {
+        attend_tile_bf16<HEAD_DIM>(q_task + static_cast<long long>(h) * group * HEAD_DIM, group, p.scale,
+                                   k_rows, v_rows, count, states[h], next);
+      } else {
+        attend_tile_fp16<HEAD_DIM>(
+            q_float + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM, group, k_rows,
+            v_rows, count, states[h], next);
+      }
     }
+    next.finish();
+  }
+}
+
+template <bool BF16>
+void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                  int end, TaskState* states) {
+  switch (p.head_dim) {
+    case 64:
+      return attend<64, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    case 128:
+      return attend<128, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    case 256:
+      return attend<256, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    default:
+      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
   }
 }
 
@@ -290,24 +427,24 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
 
 void attend_avx512_bf16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                         int end, TaskState* states) {
-  switch (p.head_dim) {
-    case 64:
-      return attend<64>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    case 128:
-      return attend<128>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    case 256:
-      return attend<256>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    default:
-      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
-  }
+  attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+}
+
+void attend_avx512_fp16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                        int end, TaskState* states) {
+  attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states);
 }
 
 #else  // not x86-64 with GCC or clang: the portable kernel only
 
+bool cpu_has_avx512() { return false; }
 bool cpu_has_avx512_bf16() { return false; }
 
 void attend_avx512_bf16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
   throw DeviceError("cpu: the AVX-512 BF16 kernel is not compiled for this architecture");
+}
+void attend_avx512_fp16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
+  throw DeviceError("cpu: the AVX-512 kernel is not compiled for this architecture");
 }
 
 #endif
