@@ -417,7 +417,9 @@ void add_plan_command(CLI::App& app, CliState& state) {
       "Exit codes: 0 the plan fits; 1 the engine would refuse to start (e.g. --tp does not divide the "
       "attention\n"
       "heads, --max-model-len above the model's maximum) or --batch sequences at max_model_len do not fit;\n"
-      "2 bad input. JSON: kv.*, weights.*, capacity.*, constraints[], refusals[], warnings[], engine_log[].");
+      "2 bad input (also an overhead flag the engine's budget has no term for, e.g. --cuda-graph-gib with "
+      "sglang).\n"
+      "JSON: kv.*, weights.*, capacity.*, constraints[], refusals[], warnings[], engine_log[].");
   cmd->callback([args, &state] { run_plan(*args, state); });
 }
 

@@ -157,6 +157,11 @@ std::vector<Case> flag_cases() {
       c("negative non-torch-gib", {"--gpu", "h200", "--non-torch-gib", "-0.5"}, "--non-torch-gib"),
       c("nan cuda-graph-gib", {"--gpu", "h200", "--cuda-graph-gib", "nan"}, "--cuda-graph-gib"),
       c("empty activation-gib", {"--gpu", "h200", "--activation-gib", ""}, "--activation-gib"),
+      // An override the engine's budget has no term for would change nothing: refused, not ignored.
+      c("cuda-graph-gib with sglang", {"--gpu", "h200", "--engine", "sglang", "--cuda-graph-gib", "1"},
+        "--cuda-graph-gib: is not used by sglang"),
+      c("kv-transfer-gib with llama.cpp", {"--gpu", "h200", "--engine", "llamacpp", "--kv-transfer-gib", "2"},
+        "--kv-transfer-gib: is not used by llamacpp"),
       c("utilization 0", {"--gpu", "h200", "--gpu-memory-utilization", "0"}, "--gpu-memory-utilization"),
       c("utilization above 1", {"--gpu", "h200", "--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"),
       c("utilization negative", {"--gpu", "h200", "--gpu-memory-utilization", "-0.1"}, "--gpu-memory-utilization"),

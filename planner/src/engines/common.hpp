@@ -3,6 +3,7 @@
 // registry.cpp: option checks, memory and weights, start-up checks. Numbers are printed
 // with kvsight/number_text.hpp; versions read with kvsight/engine_version.hpp.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,14 @@ std::uint64_t gib_to_bytes(double gib, std::string_view flag);
 
 // Basic checks every engine shares: tp, pp, batch >= 1.
 void check_common_options(const EngineOptions& options);
+
+// The overhead overrides of plan (OverheadOverrides); --weights-gib every engine reads.
+enum class OverheadFlag { activation, non_torch, cuda_graph, kv_transfer };
+// Refuses (InputError, exit 2) an overhead flag the engine's budget has no term for:
+// it would change nothing and the plan would read as if it had (issue #14 "no silent
+// number from a flag"). `used`: the flags this engine's plan reads.
+void refuse_unused_overheads(const EngineOptions& options, const std::string& engine,
+                             std::initializer_list<OverheadFlag> used);
 
 // Total device memory: --gpu-mem-gib, else the catalog figure; nullopt without either.
 std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options);

@@ -106,6 +106,7 @@ class ExllamaEngine final : public Engine {
 PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                const EngineOptions& options) const {
   check_common_options(options);
+  refuse_unused_overheads(options, name(), {OverheadFlag::activation});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = name();

@@ -295,6 +295,7 @@ class LlamaCppEngine final : public Engine {
 PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                 const EngineOptions& options) const {
   check_common_options(options);
+  refuse_unused_overheads(options, name(), {OverheadFlag::activation, OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   if (options.llamacpp.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
   const int build = version(options).build;

@@ -38,7 +38,6 @@ const std::vector<std::function<std::unique_ptr<Engine>()>>& registry() {
   return makers;
 }
 
-
 }  // namespace
 
 std::vector<std::unique_ptr<Engine>> all_engines() {
@@ -111,6 +110,29 @@ void check_common_options(const EngineOptions& options) {
     throw InputError("--gpu-mem-gib", "is 0; allowed: a positive size");
 }
 
+void refuse_unused_overheads(const EngineOptions& options, const std::string& engine,
+                             std::initializer_list<OverheadFlag> used) {
+  struct Flag {
+    OverheadFlag id;
+    const char* name;
+    const std::optional<double>& value;
+  };
+  const Flag flags[] = {{OverheadFlag::activation, "--activation-gib", options.overheads.activation_gib},
+                        {OverheadFlag::non_torch, "--non-torch-gib", options.overheads.non_torch_gib},
+                        {OverheadFlag::cuda_graph, "--cuda-graph-gib", options.overheads.cuda_graph_gib},
+                        {OverheadFlag::kv_transfer, "--kv-transfer-gib", options.overheads.kv_transfer_gib}};
+  const auto reads = [&](OverheadFlag id) { return std::find(used.begin(), used.end(), id) != used.end(); };
+  for (const Flag& f : flags) {
+    if (!f.value || reads(f.id)) continue;
+    std::string allowed;
+    for (const Flag& g : flags)
+      if (reads(g.id)) allowed += std::string(g.name) + ", ";
+    throw InputError(f.name, "is not used by " + engine +
+                                 ": its budget has no term it would replace; allowed with " + engine + ": " +
+                                 allowed + "--weights-gib");
+  }
+}
+
 std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options) {
   if (options.gpu_memory_bytes) return *options.gpu_memory_bytes;
   if (gpu != nullptr && gpu->memory_bytes > 0) return gpu->memory_bytes;
@@ -143,7 +165,8 @@ StartupCheck tp_divides_heads_check(const ModelSpec& model, const EngineOptions&
   const bool divides = heads == 0 || heads % options.tp == 0;
   return {"tensor parallel size divides attention heads", divides,
           "tp " + std::to_string(options.tp) + (divides ? " divides " : " does not divide ") +
-              std::to_string(heads) + " attention heads" + (divides ? "" : ": " + display + " refuses to start"),
+              std::to_string(heads) + " attention heads" +
+              (divides ? "" : ": " + display + " refuses to start"),
           "vllm/config/model.py verify_with_parallel_config; SGLang model_config.py (same check)"};
 }
 
@@ -168,7 +191,8 @@ BlockSizeChoice given_or_default_block(const EngineOptions& options, std::uint32
                                        const std::string& allowed_text) {
   if (!options.block_size) return {default_tokens, default_source};
   if (!allowed(*options.block_size))
-    throw InputError("block_size", "is " + std::to_string(*options.block_size) + "; allowed: " + allowed_text);
+    throw InputError("block_size",
+                     "is " + std::to_string(*options.block_size) + "; allowed: " + allowed_text);
   return {*options.block_size, "--block-size"};
 }
 

@@ -61,7 +61,8 @@ class SglangEngine final : public Engine {
   }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     return given_or_default_block(
-        options, 1, "SGLang default page size 1", [](std::uint32_t b) { return b >= 1; }, "a positive page size");
+        options, 1, "SGLang default page size 1", [](std::uint32_t b) { return b >= 1; },
+        "a positive page size");
   }
   std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
                                            const EngineOptions& options) const override {
@@ -74,6 +75,7 @@ class SglangEngine final : public Engine {
 PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                               const EngineOptions& options) const {
   check_common_options(options);
+  refuse_unused_overheads(options, name(), {OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "sglang";
@@ -109,8 +111,8 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
   // for vLLM; unset, the model's derived maximum.
   const std::uint64_t context_len = options.max_model_len && *options.max_model_len > 0
-                                  ? static_cast<std::uint64_t>(*options.max_model_len)
-                                  : derived_max_model_len(model);
+                                        ? static_cast<std::uint64_t>(*options.max_model_len)
+                                        : derived_max_model_len(model);
   const std::uint64_t context = options.context ? options.context : context_len;
   result.kv.context = context;
   result.kv.batch = options.batch;

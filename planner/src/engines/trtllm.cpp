@@ -74,6 +74,7 @@ class TrtllmEngine final : public Engine {
 PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                               const EngineOptions& options) const {
   check_common_options(options);
+  refuse_unused_overheads(options, name(), {OverheadFlag::activation, OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "trtllm";
@@ -97,8 +98,8 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
   // for vLLM; unset, the model's derived maximum.
   const std::uint64_t max_seq_len = options.max_model_len && *options.max_model_len > 0
-                                  ? static_cast<std::uint64_t>(*options.max_model_len)
-                                  : derived_max_model_len(model);
+                                        ? static_cast<std::uint64_t>(*options.max_model_len)
+                                        : derived_max_model_len(model);
   const std::uint64_t context = options.context ? options.context : max_seq_len;
   result.kv.context = context;
   result.kv.batch = options.batch;

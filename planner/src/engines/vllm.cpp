@@ -923,6 +923,9 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
 
 PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const EngineOptions& options) const {
   check_common_options(options);
+  refuse_unused_overheads(options, name(),
+                          {OverheadFlag::activation, OverheadFlag::non_torch, OverheadFlag::cuda_graph,
+                           OverheadFlag::kv_transfer});
   if (target.layers.empty()) throw InputError("--model", "the model has no layers");
   // --speculative-config: the drafter's attention layers take KV beside the target's
   // (vllm_speculative.cpp); `model` is the target with them appended, used for every KV
