@@ -13,7 +13,9 @@
 #              file, beyond the old 16 KiB cap), FUZZ_NICE (default 0; e.g. 19 for a
 #              long run on a shared machine), FUZZ_RUNS (stop after N executions
 #              instead of SECONDS, e.g. 10000000 for a nightly-length run), FUZZ_TIMEOUT
-#              (default 5: seconds one input may take; 30 for a long run beside other work).
+#              (default 5: seconds one input may take; 30 for a long run beside other work),
+#              FUZZ_SANITIZERS (default address,undefined; "undefined" for a faster long run, in
+#              its own FUZZ_BUILD_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
@@ -41,7 +43,8 @@ if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   # a crash report's stack needs, and the build is most of the smoke run's time.
   cmake -S . -B "$BUILD_DIR" "${generator[@]}" -DCMAKE_CXX_COMPILER="$CXX_FUZZ" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DKVSIGHT_UNITY_BUILD=ON \
-    -DKVSIGHT_FUZZ=ON -DKVSIGHT_BUILD_TESTS=OFF -DKVSIGHT_CUDA=OFF -DKVSIGHT_HIP=OFF ${CMAKE_ARGS:-}
+    -DKVSIGHT_FUZZ=ON -DKVSIGHT_BUILD_TESTS=OFF -DKVSIGHT_CUDA=OFF -DKVSIGHT_HIP=OFF \
+    -DKVSIGHT_FUZZ_SANITIZERS="${FUZZ_SANITIZERS:-address,undefined}" ${CMAKE_ARGS:-}
 fi
 build_targets=()
 for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
