@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
 
 #include "../../kernels/paged_decode_params.hpp"
+#include "kvsight/error.hpp"
 
 namespace kvsight::probes::detail {
 
@@ -101,6 +103,22 @@ class NextTilePrefetch {
   int row_ = 0, line_ = 0;  // cursor: the next line to issue, in K and in V
 };
 #endif
+
+// The head dimensions the x86 kernels are instantiated for: calls
+// f(std::integral_constant<int, HEAD_DIM>{}), or refuses --head-dim.
+template <typename F>
+void dispatch_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    case 128:
+      return f(std::integral_constant<int, 128>{});
+    case 256:
+      return f(std::integral_constant<int, 256>{});
+    default:
+      throw InputError("--head-dim", std::to_string(head_dim) + " not supported; allowed: 64, 128, 256");
+  }
+}
 
 // Dimension order of a task's accumulators: 0 is natural; c means each run of
 // c dimensions holds its c/2 even dimensions, then its c/2 odd ones (what

@@ -411,16 +411,9 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
 template <bool BF16>
 void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                   int end, TaskState* states) {
-  switch (p.head_dim) {
-    case 64:
-      return attend<64, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    case 128:
-      return attend<128, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    case 256:
-      return attend<256, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-    default:
-      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
-  }
+  dispatch_head_dim(p.head_dim, [&](auto head_dim) {
+    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+  });
 }
 
 }  // namespace
