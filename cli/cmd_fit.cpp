@@ -89,6 +89,7 @@ nlohmann::json candidate_json(const app::FitCandidate& c) {
           {"gpus", c.gpu_count},
           {"kv_cache_dtype", c.kv_cache_dtype},
           {"kv_dtype_resolved", c.kv_dtype_resolved},
+          {"kv_quality", kv_quality_tier_name(c.kv_tier)},
           {"block_size", c.block_size},
           {"block_size_requested",
            c.block_size_requested ? nlohmann::json(c.block_size_requested) : nlohmann::json(nullptr)},
@@ -161,6 +162,7 @@ void run_fit(FitArgs& args, CliState& state) {
                      "pp",
                      "gpus",
                      "kv_cache_dtype",
+                     "kv_quality",
                      "block_size",
                      "bytes_per_sequence",
                      "needed_kv_bytes",
@@ -172,10 +174,10 @@ void run_fit(FitArgs& args, CliState& state) {
       std::string reasons;
       for (const std::string& r : c.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
       table.rows.push_back({c.fits ? "true" : "false", c.gpu, std::to_string(c.tp), std::to_string(c.pp),
-                            std::to_string(c.gpu_count), c.kv_cache_dtype, std::to_string(c.block_size),
-                            std::to_string(c.bytes_per_sequence), std::to_string(c.needed_kv_bytes),
-                            std::to_string(c.available_kv_bytes), fixed_text(c.max_concurrency, 4),
-                            fixed_text(c.headroom, 4), reasons});
+                            std::to_string(c.gpu_count), c.kv_cache_dtype, kv_quality_tier_name(c.kv_tier),
+                            std::to_string(c.block_size), std::to_string(c.bytes_per_sequence),
+                            std::to_string(c.needed_kv_bytes), std::to_string(c.available_kv_bytes),
+                            fixed_text(c.max_concurrency, 4), fixed_text(c.headroom, 4), reasons});
     };
     for (const auto& c : outcome.accepted) add(c);
     for (const auto& c : outcome.rejected) add(c);
@@ -193,20 +195,20 @@ void run_fit(FitArgs& args, CliState& state) {
           " distinct configurations in " + fixed_text(search_ms, 0) + " ms\n\n";
   Table fits;
   fits.title = std::to_string(outcome.accepted.size()) +
-               " configuration(s) fit, fewest GPUs first, then most headroom" +
+               " configuration(s) fit, fewest GPUs first, then the least lossy KV type, then most headroom" +
                (outcome.accepted.size() > top
                     ? " (first " + std::to_string(top) + "; --top 0 or --format json for all)"
                     : "");
-  fits.columns = {"GPUs",       "gpu",        "TP",           "PP",       "KV type", "block",
-                  "KV/seq GiB", "needed GiB", "KV avail GiB", "max conc", "headroom"};
-  fits.right_align = {true, false, true, true, false, true, true, true, true, true, true};
+  fits.columns = {"GPUs",  "gpu",        "TP",         "PP",           "KV type",  "quality",
+                  "block", "KV/seq GiB", "needed GiB", "KV avail GiB", "max conc", "headroom"};
+  fits.right_align = {true, false, true, true, false, false, true, true, true, true, true, true};
   for (std::size_t i = 0; i < outcome.accepted.size() && i < top; ++i) {
     const auto& c = outcome.accepted[i];
-    fits.rows.push_back({std::to_string(c.gpu_count), c.gpu, std::to_string(c.tp), std::to_string(c.pp),
-                         c.kv_cache_dtype, block_text(c), fixed_text(to_gib(c.bytes_per_sequence), 3),
-                         fixed_text(to_gib(c.needed_kv_bytes), 2),
-                         fixed_text(to_gib(c.available_kv_bytes), 2), fixed_text(c.max_concurrency, 2) + "x",
-                         headroom_text(c.headroom)});
+    fits.rows.push_back(
+        {std::to_string(c.gpu_count), c.gpu, std::to_string(c.tp), std::to_string(c.pp), c.kv_cache_dtype,
+         kv_quality_tier_name(c.kv_tier), block_text(c), fixed_text(to_gib(c.bytes_per_sequence), 3),
+         fixed_text(to_gib(c.needed_kv_bytes), 2), fixed_text(to_gib(c.available_kv_bytes), 2),
+         fixed_text(c.max_concurrency, 2) + "x", headroom_text(c.headroom)});
   }
   if (!outcome.accepted.empty())
     text += render_table(fits, format) + "\n";
@@ -246,8 +248,10 @@ void add_fit_command(CLI::App& app, CliState& state) {
       "types x\n"
       "block sizes, plans each under the engine's rules, and lists the configurations that hold "
       "--concurrency\n"
-      "sequences of --context tokens, fewest GPUs first, then most headroom; every rejected one with its "
-      "reason.\n"
+      "sequences of --context tokens, fewest GPUs first, then the least lossy KV type (quality: full =\n"
+      "the model's own precision, then 8-bit, then low-bit), then most headroom; every configuration the\n"
+      "engine would refuse on that GPU (a KV type no attention backend there runs, ...) is rejected with\n"
+      "its reason.\n"
       "Examples:\n"
       "  kvsight fit --model llama-3.1-8b --concurrency 64 --context 32K --gpus h200,h100-sxm,l40s\n"
       "  kvsight fit --model qwen3-8b --concurrency 16 --context 128K --engine sglang --format json");
@@ -278,7 +282,8 @@ void add_fit_command(CLI::App& app, CliState& state) {
   add_output_options(*cmd, state);
   cmd->footer(
       "Exit codes: 0 at least one configuration fits; 1 none does; 2 bad input.\n"
-      "JSON: best, accepted[], rejected[] {gpu, tp, pp, gpus, kv_cache_dtype, block_size, needed_kv_bytes,\n"
+      "JSON: best, accepted[], rejected[] {gpu, tp, pp, gpus, kv_cache_dtype, kv_quality, block_size,\n"
+      "needed_kv_bytes,\n"
       "available_kv_bytes, max_concurrency, headroom, reasons[]}, refused_options[], candidates_planned.");
   cmd->callback([args, &state] { run_fit(*args, state); });
 }

@@ -239,7 +239,8 @@ Table plan_csv(const app::PlanItem& item) {
     row("capacity", "fits", c.fits ? "true" : "false", "");
     row("capacity", "largest_max_model_len", n(c.largest_max_model_len), "tokens");
   }
-  for (const StartupCheck& c : item.checks) row("constraint", c.name, c.ok ? "ok" : "refused", "", c.detail);
+  for (const StartupCheck& c : item.decision.checks)
+    row("constraint", c.name, c.ok ? "ok" : "refused", "", c.detail);
   for (const auto& a : r.assumptions) row("assumption", a.name, a.value, "", a.why);
   for (const auto& line : r.engine_log) row("engine_log", r.engine, line, "");
   for (const auto& note : r.notes) row("note", "", note, "");
@@ -265,8 +266,8 @@ void run_plan(PlanArgs args, CliState& state) {
     const GpuSpec* gpu = item.gpu ? &*item.gpu : nullptr;
     if (format == Format::json) {
       nlohmann::json j = to_json(item.model, gpu, item.result, options);
-      j["constraints"] = checks_json(item.checks);
-      j["refusals"] = item.refusals;
+      j["constraints"] = checks_json(item.decision.checks);
+      j["refusals"] = item.decision.refusals;
       j["verdict"] = item.verdict == app::Verdict::ok ? "ok" : "check_failed";
       emit(state, render_json(j));
     } else if (format == Format::csv) {
@@ -315,8 +316,8 @@ void run_plan(PlanArgs args, CliState& state) {
     const GpuSpec* gpu = item.gpu ? &*item.gpu : nullptr;
     if (format == Format::json) {
       nlohmann::json j = to_json(item.model, gpu, r, options);
-      j["constraints"] = checks_json(item.checks);
-      j["refusals"] = item.refusals;
+      j["constraints"] = checks_json(item.decision.checks);
+      j["refusals"] = item.decision.refusals;
       j["verdict"] = item.verdict == app::Verdict::ok ? "ok" : "check_failed";
       rows.push_back(std::move(j));
       continue;
@@ -352,9 +353,9 @@ void run_plan(PlanArgs args, CliState& state) {
       row.push_back(commas_text(c.num_blocks));
       row.push_back(commas_text(c.kv_tokens));
       row.push_back(commas_text(c.max_model_len));
-      row.push_back(!item.refusals.empty() ? "refused"
-                    : c.fits               ? fixed_text(c.max_concurrency, 2) + "x"
-                                           : "no fit");
+      row.push_back(item.decision.refused() ? "refused"
+                    : c.fits                ? fixed_text(c.max_concurrency, 2) + "x"
+                                            : "no fit");
       row.push_back(commas_text(c.largest_max_model_len));
     } else {
       row.insert(row.end(), 6, "-");

@@ -162,17 +162,23 @@ TEST(DecodeModel, CliffWarningForPlan) {
   const GpuSpec& rdna = find_gpu("rx7900xt");
   EngineOptions options;
   options.tp = 2;
-  const auto warning = decode_cliff_warning(qwen, rdna, options);
+  options.max_model_len = 32768;
+  const auto warning =
+      decode_cliff_warning(qwen, rdna, options, decide(*make_engine("vllm"), qwen, &rdna, options));
   ASSERT_TRUE(warning.has_value());
   EXPECT_NE(warning->find("triton_paged_attention_2d"), std::string::npos) << *warning;
   EXPECT_NE(warning->find("no context split"), std::string::npos) << *warning;
   // Llama-3.1-8B gets the custom kernel, which splits: no warning.
   EngineOptions single;
-  EXPECT_FALSE(decode_cliff_warning(resolve_model("llama-3.1-8b"), rdna, single).has_value());
-  // Engines without gate rules: no warning, no error.
+  const ModelSpec llama = resolve_model("llama-3.1-8b");
+  EXPECT_FALSE(decode_cliff_warning(llama, rdna, single, decide(*make_engine("vllm"), llama, &rdna, single))
+                   .has_value());
+  // Engines without gate rules: no gates in the decision, no warning, no error.
   EngineOptions exl;
   exl.engine = "exllamav2";
-  EXPECT_FALSE(decode_cliff_warning(qwen, rdna, exl).has_value());
+  exl.exllama.cache_mode = "f16";
+  EXPECT_FALSE(
+      decode_cliff_warning(qwen, rdna, exl, decide(*make_engine("exllamav2"), qwen, &rdna, exl)).has_value());
 }
 
 }  // namespace

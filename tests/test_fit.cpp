@@ -160,7 +160,7 @@ TEST(Fit, AtBf16OneH200NeedsThreeGpusAsPipelineStages) {
   EXPECT_EQ(first_h200->needed_kv_bytes, 94489280512ull);  // = 64 x 32,768 x 4,096 x 11
 }
 
-TEST(Fit, OrderIsFewestGpusThenMostHeadroom) {
+TEST(Fit, OrderIsFewestGpusThenLeastLossyThenMostHeadroom) {
   const app::FitOutcome outcome = app::run_fit(llama_request());
   ASSERT_GT(outcome.accepted.size(), 2u);
   for (std::size_t i = 1; i < outcome.accepted.size(); ++i) {
@@ -168,7 +168,20 @@ TEST(Fit, OrderIsFewestGpusThenMostHeadroom) {
     const auto& b = outcome.accepted[i];
     ASSERT_LE(a.gpu_count, b.gpu_count);
     if (a.gpu_count == b.gpu_count) {
-      EXPECT_GE(a.headroom, b.headroom);
+      // bf16 (16 bits: full) before fp8 (8 bits) before nvfp4 (4 bits), whatever the headroom.
+      ASSERT_LE(a.kv_tier, b.kv_tier) << a.kv_cache_dtype << " before " << b.kv_cache_dtype;
+      if (a.kv_tier == b.kv_tier) {
+        EXPECT_GE(a.headroom, b.headroom);
+      }
+    }
+  }
+  // The tier follows the stored bits: auto = the model's bf16 (16), fp8 (8), nvfp4 (4).
+  const std::map<std::string, KvQualityTier> tiers{
+      {"auto", KvQualityTier::full}, {"fp8", KvQualityTier::eight_bit}, {"nvfp4", KvQualityTier::low_bit}};
+  for (const auto& c : outcome.accepted) {
+    const auto tier = tiers.find(c.kv_cache_dtype);
+    if (tier != tiers.end()) {
+      EXPECT_EQ(c.kv_tier, tier->second) << c.kv_cache_dtype;
     }
   }
   for (const auto& c : outcome.accepted) {
@@ -233,11 +246,22 @@ TEST(Fit, BlockSizesTheEngineTakesAreSearchedWhenAsked) {
   request.max_gpus = 1;
   request.block_sizes = app::kFullBlockGrid;
   const app::FitOutcome outcome = app::run_fit(request);
-  // vLLM takes 1, 8, 16, 32, 64, 128, 256; the default (0) is 16: 7 distinct blocks.
+  // vLLM's --block-size takes 1, 8, 16, 32, 64, 128, 256 (the default, 0, is 16), but on an
+  // H200 every CUDA attention backend needs a multiple of 16 (flash_attn block % 16,
+  // flashinfer 16/32/64, triton_unified_attention block % 16; gates.md): 1 and 8 leave no
+  // kernel, so the engine refuses them there and 5 distinct blocks fit.
   std::vector<std::uint32_t> blocks;
   for (const auto& c : outcome.accepted) blocks.push_back(c.block_size);
   std::sort(blocks.begin(), blocks.end());
-  EXPECT_EQ(blocks, (std::vector<std::uint32_t>{1, 8, 16, 32, 64, 128, 256}));
+  EXPECT_EQ(blocks, (std::vector<std::uint32_t>{16, 32, 64, 128, 256}));
+  std::vector<std::uint32_t> refused;
+  for (const auto& c : outcome.rejected) {
+    refused.push_back(c.block_size);
+    ASSERT_FALSE(c.reasons.empty());
+    EXPECT_NE(c.reasons.front().find("an attention kernel admits"), std::string::npos) << c.reasons.front();
+  }
+  std::sort(refused.begin(), refused.end());
+  EXPECT_EQ(refused, (std::vector<std::uint32_t>{1, 8}));
   // 32,768 is a multiple of every one of them: the same bytes per sequence for all.
   for (const auto& c : outcome.accepted) EXPECT_EQ(c.bytes_per_sequence, kContext * kLayerTokenNvfp4 * 32);
 }
@@ -321,9 +345,9 @@ TEST(FitCli, JsonExitCodesAndRefusedFlags) {
   run = test::run_kvsight({"fit", "--model", "llama-3.1-8b", "--concurrency", "64", "--context", "32K",
                            "--gpus", "h200", "--kv-cache-dtypes", "nvfp4", "--format", "csv"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_EQ(run.out.rfind("fits,gpu,tp,pp,gpus,kv_cache_dtype,block_size,", 0), 0u) << run.out;
+  EXPECT_EQ(run.out.rfind("fits,gpu,tp,pp,gpus,kv_cache_dtype,kv_quality,block_size,", 0), 0u) << run.out;
   EXPECT_EQ(std::count(run.out.begin(), run.out.end(), '\n'), 21);
-  EXPECT_EQ(run.out.find("\ntrue,h200,1,1,1,nvfp4,16,1207959552,77309411328,"), run.out.find('\n'))
+  EXPECT_EQ(run.out.find("\ntrue,h200,1,1,1,nvfp4,low-bit,16,1207959552,77309411328,"), run.out.find('\n'))
       << run.out;  // 32,768 x 36,864 B = 1,207,959,552 B per sequence; x 64 = 77,309,411,328
   run = test::run_kvsight({"fit", "--model", "llama-3.1-8b", "--concurrency", "-1", "--context", "32K"});
   EXPECT_EQ(run.exit_code, 2);

@@ -76,13 +76,14 @@ void set_published_scenario(const CliffRequest& request, CliffOutcome& out,
 
 }  // namespace
 
-probes::AttentionShape probe_shape_for(const GateResult& gates, std::uint64_t batch) {
+probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch) {
   probes::AttentionShape shape;
-  const LayerGroupGate& primary = gates.primary;
+  const LayerGroupGate& primary = decision.gates->primary;
   shape.head_dim = primary.head_size;
-  // llama.cpp has no blocks (0): probe with 256-token blocks, its cell padding.
+  // An engine without paged blocks (llama.cpp's cell pool): probe with 256-token blocks, its
+  // cell padding.
   shape.block_size = std::max<std::uint32_t>(
-      1, std::min<std::uint32_t>(4096, gates.block_size == 0 ? 256 : gates.block_size));
+      1, std::min<std::uint32_t>(4096, decision.block.paged ? decision.block.tokens : 256));
   shape.kv_heads = primary.kv_heads_per_rank;
   shape.q_heads =
       primary.kv_heads_per_rank *
@@ -111,7 +112,8 @@ CliffOutcome run_cliff(const CliffRequest& request) {
   } else {
     const ModelSpec model = resolve_model(request.model);
     out.gpu = find_gpu(request.gpu);
-    const GateResult gates = evaluate_gates(model, out.gpu, options);
+    const EngineDecision decision = decide_with_gates(*setup.engine, model, out.gpu, options);
+    const GateResult& gates = *decision.gates;
     if (gates.primary.selected.empty())
       throw InputError("--model", "no " + options.engine + " attention kernel admits " + model.id + " on " +
                                       out.gpu.id + "; see `kvsight gates`");
@@ -119,7 +121,7 @@ CliffOutcome run_cliff(const CliffRequest& request) {
     if (request.baseline_ms) decode_options.baseline_ms = *request.baseline_ms;
     if (!request.calibration_path.empty())
       decode_options.calibration = read_calibration(request.calibration_path, out.gpu);
-    out.scenario = build_decode_scenario(model, out.gpu, options, gates, decode_options);
+    out.scenario = build_decode_scenario(model, out.gpu, options, decision, decode_options);
     contexts = request.contexts.empty() ? std::vector<std::uint64_t>{1024, 2048, 4096, 8192, 16384, 32768}
                                         : request.contexts;
     split_contexts = contexts;
@@ -133,7 +135,7 @@ CliffOutcome run_cliff(const CliffRequest& request) {
     out.gpu_id = out.gpu.id;
     out.block_size = gates.block_size;
     out.q_heads_per_rank = gates.primary.q_heads_per_rank;
-    out.shape = probe_shape_for(gates, out.scenario.batch);
+    out.shape = probe_shape_for(decision, out.scenario.batch);
   }
 
   out.curve = predict_decode(out.scenario, contexts, false);

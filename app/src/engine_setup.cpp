@@ -24,17 +24,4 @@ EngineSetup setup_engine(EngineOptions options) {
   return setup;
 }
 
-std::vector<StartupCheck> startup_checks(const EngineSetup& setup, const ModelSpec& model,
-                                         const GpuSpec* gpu) {
-  (void)setup.engine->block_size(model, setup.options);  // throws for a block size the engine refuses
-  return setup.engine->startup_checks(model, gpu, setup.options);
-}
-
-std::vector<std::string> refusals(const std::vector<StartupCheck>& checks) {
-  std::vector<std::string> out;
-  for (const StartupCheck& check : checks)
-    if (!check.ok) out.push_back(check.name + ": " + check.detail);
-  return out;
-}
-
 }  // namespace kvsight::app

@@ -153,11 +153,9 @@ void add_capacity_terms(const EngineLogFigures& f, const PlanItem& item, const s
 // logged size holds at kvsight's bytes per token.
 void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutcome& out) {
   const PlanResult& r = item.result;
-  // SGLang's token pool gives every attention layer a cell, sliding-window ones included
-  // (engines/sglang.cpp: bytes_per_token_all_layers); bytes_per_token counts full layers only.
-  const std::uint64_t cell = r.engine == "sglang" && r.kv.bytes_per_token_all_layers > 0
-                                 ? r.kv.bytes_per_token_all_layers
-                                 : r.kv.bytes_per_token;
+  // The engine's own pool: SGLang's token pool and TensorRT-LLM's paged pool give every
+  // attention layer a cell, sliding-window ones included (KvFigures::pool_bytes_per_token).
+  const std::uint64_t cell = r.kv.pool_bytes_per_token;
   const double per_token = static_cast<double>(cell);
   if (per_token <= 0.0 || !f.kv_tokens) return;
   const std::optional<double> size = f.kv_size_gib ? f.kv_size_gib : f.available_kv_gib;
@@ -264,27 +262,19 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
     options.gpu_memory_bytes = bytes_of_gib(*f.total_gpu_gib);
     out.inputs_from_log.push_back("GPU total " + two(*f.total_gpu_gib) + " GiB (V0 total_gpu_memory)");
   }
-  if (f.engine == "llamacpp" && f.kv_tokens && !options.llamacpp.ctx_size) {
-    options.llamacpp.ctx_size = *f.kv_tokens;
-    out.inputs_from_log.push_back("n_ctx " + std::to_string(*f.kv_tokens) +
-                                  " cells (llama_kv_cache size line)");
-    // "S/T seqs": S = --parallel, T = 1 a unified cache (engines/llamacpp.cpp kv_line).
-    if (f.llamacpp_seqs && *f.llamacpp_seqs > 0 && !options.llamacpp.parallel_given) {
-      options.llamacpp.parallel = *f.llamacpp_seqs;
-      options.llamacpp.parallel_given = true;
-      options.llamacpp.kv_unified =
-          options.llamacpp.kv_unified || (f.llamacpp_streams.value_or(1) == 1 && *f.llamacpp_seqs > 1);
-    }
-  }
+  const std::unique_ptr<Engine> engine = make_engine(options.engine);
+  if (engine->name() == f.engine) engine->options_from_log(f, options, out.inputs_from_log);
 
-  // Replay 1: the KV memory the log states (vLLM takes it as --kv-cache-memory-bytes).
-  if (options.engine == "vllm" && f.available_kv_gib && *f.available_kv_gib > 0.0) {
-    EngineOptions given = options;
-    given.vllm.kv_cache_memory_bytes = bytes_of_gib(*f.available_kv_gib);
-    given.gpu_memory_bytes.reset();
+  // Replay 1: the KV memory the log states, where the engine takes it as an option (vLLM
+  // --kv-cache-memory-bytes); else the logged pool size over kvsight's bytes per token.
+  EngineOptions given = options;
+  given.gpu_memory_bytes.reset();
+  const bool takes_memory = engine->take_kv_memory(given, 0);
+  if (takes_memory && f.available_kv_gib && *f.available_kv_gib > 0.0) {
+    engine->take_kv_memory(given, bytes_of_gib(*f.available_kv_gib));
     out.given_memory = replay_plan(request, given, "");
     add_capacity_terms(f, *out.given_memory, "given KV memory", out);
-  } else if (options.engine != "vllm") {
+  } else if (!takes_memory) {
     EngineOptions shape = options;
     shape.gpu_memory_bytes.reset();
     out.given_memory = replay_plan(request, shape, "");

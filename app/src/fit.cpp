@@ -148,7 +148,9 @@ FitCandidate evaluate(const FitRequest& request, const EngineSetup& setup, const
   } catch (const OverflowError&) {
     candidate.needed_kv_bytes = UINT64_MAX;
   }
-  for (const std::string& refusal : item.refusals)
+  candidate.kv_dtype_resolved = item.decision.kv_types.k.name;
+  candidate.kv_tier = item.decision.kv_tier;
+  for (const std::string& refusal : item.decision.refusals)
     candidate.reasons.push_back(setup.engine->display_name() + " would refuse to start: " + refusal);
   if (r.capacity) {
     candidate.available_kv_bytes = r.capacity->available_kv_bytes;
@@ -223,9 +225,10 @@ FitOutcome run_fit(const FitRequest& request) {
     // The baseline (TP 1, PP 1, the engine's defaults, no GPU) outside any candidate: bad
     // input in the overrides or an overflowing request stops here with exit 2.
     const EngineSetup baseline = setup_engine(asked);
-    (void)startup_checks(baseline, model, nullptr);
     try {
-      outcome.engine_version = baseline.engine->plan(model, nullptr, baseline.options).engine_version;
+      const EngineDecision decision = decide(*baseline.engine, model, nullptr, baseline.options);
+      outcome.engine_version = decision.version.text;
+      (void)baseline.engine->budget(decision, model, nullptr, baseline.options);
     } catch (const OverflowError& e) {
       // N sequences of L tokens whose bytes do not fit in 64 bits: say it with fit's flags.
       throw OverflowError("--concurrency", std::to_string(request.concurrency) + " sequences of --context " +
@@ -278,7 +281,7 @@ FitOutcome run_fit(const FitRequest& request) {
     EngineOptions o = asked;
     if (block) o.block_size = block;
     try {
-      (void)base.engine->block_size(model, o);
+      (void)decide(*base.engine, model, nullptr, o);  // the engine refuses a block size it does not take
       searched_blocks.push_back(block);
     } catch (const InputError& e) {
       if (!request.block_sizes.empty()) throw InputError("--block-sizes", without_field(e));
@@ -293,12 +296,6 @@ FitOutcome run_fit(const FitRequest& request) {
       const std::uint32_t max_pp = reads.pp ? request.max_gpus / tp : 1;
       for (std::uint32_t pp = 1; pp <= max_pp; ++pp) {
         for (const std::string& dtype : searched_dtypes) {
-          std::string resolved_dtype;
-          try {
-            resolved_dtype = resolve_kv_types(model, dtype).k.name;
-          } catch (const InputError&) {
-            // An engine's own cache-type spelling the dtype table does not name (ExLlama's q4).
-          }
           std::vector<std::uint32_t> effective_blocks;
           for (const std::uint32_t block : searched_blocks) {
             EngineOptions o = asked;
@@ -309,7 +306,6 @@ FitOutcome run_fit(const FitRequest& request) {
             const EngineSetup setup = setup_engine(o);
             FitCandidate candidate = evaluate(request, setup, model, gpu);
             candidate.kv_cache_dtype = dtype;
-            candidate.kv_dtype_resolved = resolved_dtype;
             ++outcome.candidates_planned;
             // Sizes the engine turns into the same block (vLLM's hybrid raise, MLA's
             // forced size, 16 = its default) are one configuration: the first is kept.
@@ -339,6 +335,7 @@ FitOutcome run_fit(const FitRequest& request) {
   std::stable_sort(outcome.accepted.begin(), outcome.accepted.end(),
                    [&](const FitCandidate& a, const FitCandidate& b) {
                      if (a.gpu_count != b.gpu_count) return a.gpu_count < b.gpu_count;
+                     if (a.kv_tier != b.kv_tier) return a.kv_tier < b.kv_tier;
                      if (a.headroom != b.headroom) return a.headroom > b.headroom;
                      return tie(a, b);
                    });

@@ -2,6 +2,7 @@
 #include "kvsight/app/gates.hpp"
 
 #include "kvsight/app/engine_setup.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight::app {
@@ -12,7 +13,7 @@ GatesOutcome run_gates(const GatesRequest& request) {
   outcome.model = resolve_model(request.model);
   outcome.gpu = find_gpu(request.gpu);
   outcome.options = setup.options;
-  outcome.gates = evaluate_gates(outcome.model, outcome.gpu, setup.options);
+  outcome.gates = *decide_with_gates(*setup.engine, outcome.model, outcome.gpu, setup.options).gates;
   outcome.verdict = outcome.gates.errors.empty() ? Verdict::ok : Verdict::check_failed;
   return outcome;
 }

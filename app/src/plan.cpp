@@ -12,9 +12,10 @@ namespace kvsight::app {
 namespace {
 
 void add_cliff_warning(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options,
-                       PlanResult& result) {
+                       const EngineDecision& decision, PlanResult& result) {
   try {
-    if (auto warning = decode_cliff_warning(model, gpu, options)) result.warnings.push_back(*warning);
+    if (auto warning = decode_cliff_warning(model, gpu, options, decision))
+      result.warnings.push_back(*warning);
   } catch (const InputError&) {
     // A model the gates cannot judge (e.g. no attention layers) gets no warning.
   }
@@ -26,17 +27,17 @@ PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSp
   PlanItem item;
   item.model = model;
   if (gpu) item.gpu = *gpu;
-  item.checks = startup_checks(setup, model, gpu);
-  item.refusals = refusals(item.checks);
-  item.result = setup.engine->plan(model, gpu, setup.options);
+  item.decision = decide(*setup.engine, model, gpu, setup.options);
+  item.result = setup.engine->budget(item.decision, model, gpu, setup.options);
   // What the config reader had to assume belongs next to the figures it affects.
   item.result.notes.insert(item.result.notes.begin(), model.notes.begin(), model.notes.end());
   std::vector<std::string> refused;
-  for (const std::string& refusal : item.refusals)
+  for (const std::string& refusal : item.decision.refusals)
     refused.push_back(setup.engine->display_name() + " would refuse to start: " + refusal);
   item.result.warnings.insert(item.result.warnings.begin(), refused.begin(), refused.end());
   // The decode-cliff check repeats a refusal as its own warning; one is enough.
-  if (warnings && gpu && item.refusals.empty()) add_cliff_warning(model, *gpu, setup.options, item.result);
+  if (warnings && gpu && !item.decision.refused())
+    add_cliff_warning(model, *gpu, setup.options, item.decision, item.result);
   if (item.result.capacity) {
     const Capacity& c = *item.result.capacity;
     item.fits = c.fits && c.max_concurrency + 1e-9 >= static_cast<double>(setup.options.batch);
@@ -46,7 +47,7 @@ PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSp
                                      " tokens do not fit: max concurrency " +
                                      std::to_string(c.max_concurrency));
   }
-  item.verdict = (item.refusals.empty() && item.fits) ? Verdict::ok : Verdict::check_failed;
+  item.verdict = (!item.decision.refused() && item.fits) ? Verdict::ok : Verdict::check_failed;
   return item;
 }
 

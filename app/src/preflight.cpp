@@ -97,12 +97,14 @@ std::vector<std::uint64_t> probe_contexts(bool full, std::uint64_t max_model_len
   return out;
 }
 
-CapacityFacts capacity_on(const Engine& engine, const ModelSpec& model, GpuSpec gpu, std::uint64_t memory,
-                          const EngineOptions& options) {
+// The engine's budget on its one decision with `memory` as the device's total: the
+// decision does not depend on the memory size, only the budget does.
+CapacityFacts capacity_on(const Engine& engine, const EngineDecision& decision, const ModelSpec& model,
+                          GpuSpec gpu, std::uint64_t memory, const EngineOptions& options) {
   gpu.memory_bytes = memory;
   EngineOptions o = options;
   o.gpu_memory_bytes.reset();
-  const PlanResult plan = engine.plan(model, &gpu, o);
+  const PlanResult plan = engine.budget(decision, model, &gpu, o);
   CapacityFacts facts;
   facts.gpu_memory_bytes = memory;
   if (plan.capacity) facts.capacity = *plan.capacity;
@@ -250,11 +252,12 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   }
 
   // ---- Gates, start-up refusals, the probe shape.
-  const GateResult gates = evaluate_gates(model, spec, options);
+  const EngineDecision decision = decide_with_gates(*setup.engine, model, spec, options);
+  const GateResult& gates = *decision.gates;
   facts.engine = options.engine;
   facts.kernel = gates.primary.selected.empty() ? "none" : gates.primary.selected;
   facts.splits_context = gates.primary.splits_context;
-  facts.refusals = gates.errors;
+  facts.refusals = decision.refusals;
   // One GPU per rank: vLLM's executor refuses a world size (TP x PP) above the GPUs it
   // can see (docs/reference/preflight.md "Verdict rules").
   const std::uint64_t ranks = static_cast<std::uint64_t>(options.tp) * options.pp;
@@ -263,19 +266,21 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
                              " GPUs; this node has " + std::to_string(survey.devices.size()));
   out.engine_version = gates.engine_version;
   out.block_size = gates.block_size;
-  out.shape = probe_shape_for(gates, options.batch);
+  out.shape = probe_shape_for(decision, options.batch);
   facts.requested_concurrency = request.concurrency;
 
   // ---- Capacity: the memory free now (the minimum over the TP ranks' devices), and the catalog total.
   std::uint64_t free_now = device.memory_free_bytes;
   for (std::size_t i = 0; i < std::min<std::size_t>(options.tp, survey.devices.size()); ++i)
     free_now = std::min(free_now, survey.devices[i].memory_free_bytes);
-  facts.free_now = capacity_on(*setup.engine, model, spec, free_now, options);
+  facts.free_now = capacity_on(*setup.engine, decision, model, spec, free_now, options);
   facts.max_model_len = facts.free_now->capacity.max_model_len;
   if (out.catalog)
-    facts.catalog_total = capacity_on(*setup.engine, model, *out.catalog, out.catalog->memory_bytes, options);
-  if (options.engine == "vllm" && device.memory_total_bytes > 0) {
-    const CapacityFacts total = capacity_on(*setup.engine, model, spec, device.memory_total_bytes, options);
+    facts.catalog_total =
+        capacity_on(*setup.engine, decision, model, *out.catalog, out.catalog->memory_bytes, options);
+  if (setup.engine->needs_free_memory_for_budget() && device.memory_total_bytes > 0) {
+    const CapacityFacts total =
+        capacity_on(*setup.engine, decision, model, spec, device.memory_total_bytes, options);
     facts.engine_requested_bytes = total.capacity.requested_bytes;
   }
 
@@ -390,7 +395,8 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
                             "); decode uses the catalog's");
       }
     }
-    const DecodeScenario scenario = build_decode_scenario(model, decode_spec, options, gates, decode_options);
+    const DecodeScenario scenario =
+        build_decode_scenario(model, decode_spec, options, decision, decode_options);
     out.calibration_source = scenario.calibration.source;
     std::vector<std::uint64_t> decode_contexts = {1024, 8192, 32768};
     for (const std::uint64_t c : out.contexts) decode_contexts.push_back(c);

@@ -73,6 +73,10 @@ struct Assumption {
 struct KvFigures {
   std::uint64_t bytes_per_token = 0;
   std::uint64_t bytes_per_token_all_layers = 0;
+  // Bytes one token takes in the pool whose size the engine logs (explain divides the logged
+  // size by it): every attention layer for SGLang's token pool and TensorRT-LLM's paged pool,
+  // the full-attention layers for llama.cpp's first (non-SWA) cache and for vLLM.
+  std::uint64_t pool_bytes_per_token = 0;
   std::uint64_t state_bytes_per_sequence = 0;
   std::uint64_t bytes_per_sequence = 0;   // one sequence at `context` under the engine's rules
   std::uint64_t bytes_per_batch = 0;      // x batch
@@ -159,8 +163,18 @@ struct KvTypeSetting {
 
 // The attention block (page) size an engine will really use, and why.
 struct BlockSizeChoice {
-  std::uint32_t tokens = 0;  // 0: the engine has no paged KV blocks (llama.cpp)
+  std::uint32_t tokens = 0;  // tokens per block (1 for llama.cpp: one cell per token)
   std::string source;        // "--block-size", "vLLM default", "raised by vLLM ..."
+  bool paged = true;         // false: no paged KV blocks (llama.cpp's one cell pool)
+};
+
+// The max_model_len an engine runs with (vLLM --max-model-len, SGLang --context-length,
+// TensorRT-LLM max_seq_len, llama.cpp n_ctx, ExLlama cache size), and why.
+struct LengthChoice {
+  std::uint64_t tokens = 0;   // the effective length
+  std::uint64_t derived = 0;  // the model's own maximum (derived_max_model_len)
+  bool search = false;        // vLLM --max-model-len -1: search the largest that fits
+  std::string source;         // "--max-model-len", "the model's maximum (config.py ...)"
 };
 
 // One start-up check an engine applies before it serves (TP divides heads, ...).
@@ -170,6 +184,12 @@ struct StartupCheck {
   std::string detail;
   std::string source;  // engine file and version the rule was read from
 };
+
+struct EngineDecision;    // kvsight/engine_decision.hpp
+struct EngineLogFigures;  // kvsight/engine_log.hpp
+struct GateInput;         // kvsight/gates.hpp
+struct KernelVerdict;
+struct GateResult;
 
 class Engine {
  public:
@@ -200,21 +220,61 @@ class Engine {
   virtual std::vector<KvTypeSetting> kv_cache_type_settings(const EngineOptions& options) const {
     return {{OptionField::kv_cache_dtype, options.kv_cache_dtype}};
   }
+  // What the KV cache type option(s) store for this model (K and V). Default: vLLM's
+  // grammar of --kv-cache-dtype (kvsight/footprint.hpp resolve_kv_types).
+  virtual KvTypes kv_types(const ModelSpec& model, const EngineOptions& options) const;
   // The block size the engine uses for this model, after its own adjustments. Throws
   // InputError("block_size", ...) for a --block-size the engine refuses.
   virtual BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const = 0;
+  // The max_model_len the engine runs with. Default: the user's length when positive,
+  // else the model's derived maximum. Throws InputError for a length the engine refuses.
+  virtual LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const;
+  // Whether the engine refuses to start when the memory free now is below its budget of the
+  // device's total (vLLM: gpu_worker.py, free >= gpu_memory_utilization x total).
+  virtual bool needs_free_memory_for_budget() const { return false; }
+  // Whether the weights are sharded over TP x PP ranks (false: llama.cpp and ExLlama plan
+  // the whole model, split by layer across devices).
+  virtual bool shards_weights() const { return true; }
   // The checks the engine applies at start-up that depend on the model and options only
   // (kernel availability is the gates' part). gpu may be null.
   virtual std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec* gpu,
                                                    const EngineOptions& options) const = 0;
   // Whether planner/src/gates has attention-kernel rules for this engine.
   virtual bool has_gate_rules() const { return false; }
+
+  // --- Hooks of the attention-kernel selection (planner/src/gates/gates.cpp), so that no
+  // code outside the engine switches on its name.
+  // The engine lays this model's KV out stride-padded (vLLM hybrids: forces Triton).
+  virtual bool padded_kv_layout(const ModelSpec&) const { return false; }
+  // Reorders the candidates where the engine's priority depends on the device.
+  virtual void order_kernels(const GateInput&, std::vector<KernelVerdict>&) const {}
+  // Why an option turns `kernel` off even where it is admitted ("" = it does not).
+  virtual std::string kernel_disabled_by(const std::string&, const EngineOptions&) const { return ""; }
+  // Start-up checks that depend on the kernels selected (llama.cpp: quantized V).
+  virtual std::vector<StartupCheck> kernel_checks(const GateResult&, const EngineOptions&) const {
+    return {};
+  }
+  // Notes the engine attaches to its kernel selection on this device.
+  virtual std::vector<std::string> gate_notes(const GpuSpec&, const EngineOptions&) const { return {}; }
   // Refuses (InputError naming the field) a KV cache type outside kv_cache_dtypes(), for
   // each cache-type field the engine reads; every use case calls it before planning.
   void check_options(const EngineOptions& options) const;
 
+  // --- explain: replaying a start-up log.
+  // Sets the options the log's figures stand for that the engine would read from its own
+  // command line (llama.cpp: n_ctx and the slots of its cache line), each named in `inputs`.
+  virtual void options_from_log(const EngineLogFigures&, EngineOptions&, std::vector<std::string>&) const {}
+  // Takes `bytes` as the KV cache memory, as the engine's own option does (vLLM
+  // --kv-cache-memory-bytes); false for an engine that has no such option.
+  virtual bool take_kv_memory(EngineOptions&, std::uint64_t) const { return false; }
+
+  // The engine's budget on a decision made for the same model, device and options
+  // (decide(), kvsight/engine_decision.hpp): blocks, tokens, concurrency, its log lines.
   // gpu may be null: then only the kv and weights figures are computed.
-  virtual PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const = 0;
+  virtual PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                            const EngineOptions& options) const = 0;
+  // decide() once, then budget() on that decision.
+  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const;
 };
 
 // The one list of engines (planner/src/engines/registry.cpp). Names and aliases are
@@ -223,10 +283,5 @@ std::unique_ptr<Engine> make_engine(const std::string& name);
 std::vector<std::string> engine_names();
 // Every engine, in registry order (for --help and flag tables).
 std::vector<std::unique_ptr<Engine>> all_engines();
-
-// vLLM's attention block size for this model: --block-size, else 16 (MLA: the
-// backend's forced size), raised for hybrid attention + recurrent models so an
-// attention page matches the state page (formulas.md step 3). Used by gates too.
-std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options);
 
 }  // namespace kvsight

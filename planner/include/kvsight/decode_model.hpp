@@ -18,6 +18,7 @@
 
 #include "kvsight/budget.hpp"
 #include "kvsight/calibration.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
@@ -97,9 +98,12 @@ struct DecodeModelOptions {
   double launch_us_per_layer = 10.0;  // kernel launches per layer when not given a baseline
 };
 
-// Builds the scenario for a model on a device under an engine's gates.
+// Builds the scenario for a model on a device from the engine's decision on that device:
+// its kernel per layer group (decision.gates), KV cache types and weights. Throws
+// InputError when the decision has no gates (no device, or an engine without gate rules).
 DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options,
-                                     const GateResult& gates, const DecodeModelOptions& decode_options);
+                                     const EngineDecision& decision,
+                                     const DecodeModelOptions& decode_options);
 
 // The published vLLM #50264 case (per TP rank: batch 1, 2 KV heads, 12 Q heads,
 // head_dim 256, block 784, 16 attention layers) with the cliff.md calibration.
@@ -120,10 +124,10 @@ constexpr double kVllm45916SplitCallUsAt32K = 635.779;            // split kerne
 constexpr double kVllm45916ReduceUs = 4.117;                      // its reduce
 constexpr double kVllm45916SlopeUsPerToken = 0.430;
 
-// One-line warning for `plan`: the selected path does not split the context and
-// the predicted decode at 32K (or max_model_len) is more than 1.5x slower than at
-// 1K. nullopt otherwise (or when the model has no attention layers).
+// One-line warning for `plan`: the selected path does not split the context and the
+// predicted decode at the decision's max_model_len is more than 1.5x slower than at 1K.
+// nullopt otherwise (no gates in the decision, or a max_model_len of 1K or less).
 std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const GpuSpec& gpu,
-                                                const EngineOptions& options);
+                                                const EngineOptions& options, const EngineDecision& decision);
 
 }  // namespace kvsight

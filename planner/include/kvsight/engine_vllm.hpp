@@ -25,4 +25,12 @@ struct VllmOptions {
                              // --speculative-config (draft KV layers, draft weights)
 };
 
+struct ModelSpec;
+struct EngineOptions;
+// vLLM's attention block size for this model: --block-size, else 16 (MLA: the
+// backend's forced size), raised for hybrid attention + recurrent models so an
+// attention page matches the state page (formulas.md step 3). VllmEngine::block_size
+// is the one caller in the planner (the engine decision); tests call it directly.
+std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options);
+
 }  // namespace kvsight

@@ -66,12 +66,9 @@ struct LayerGroupGate {
   std::vector<KernelVerdict> kernels;  // every candidate, priority order
 };
 
-struct GateConstraint {
-  std::string name;  // "tp divides attention heads"
-  bool ok = true;
-  std::string detail;  // with the values
-  std::string source;
-};
+// A start-up constraint as the gates report it: the engine's own checks and the
+// kernel-dependent ones ("tp divides attention heads", "an attention kernel admits ...").
+using GateConstraint = StartupCheck;
 
 struct GateResult {
   std::string engine;
@@ -97,8 +94,15 @@ std::vector<std::string> gate_engines();
 // Returns them in the engine's priority order, the first admitted one selected.
 std::vector<KernelVerdict> evaluate_kernels(const GateInput& input);
 
-// Everything: per attention-layer group, plus the engine constraints.
-// Throws InputError for an unknown engine or a model with no attention layers.
+// The kernel selection of an engine decision (kvsight/engine_decision.hpp decide() is the
+// one caller): per attention-layer group, from the decision's block size, length and KV
+// cache type; constraints = the decision's start-up checks, then the kernel-dependent ones.
+GateResult select_kernels(const Engine& engine, const ModelSpec& model, const GpuSpec& gpu,
+                          const EngineOptions& options, const EngineDecision& decision);
+
+// The gates of the engine decision for this model on this device (decide()). Throws
+// InputError for an unknown engine, one without gate rules, or a model with no attention
+// layers.
 GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options);
 
 // "0.23.1" -> comparable number (major x 1e6 + minor x 1e3 + patch; "b6000" -> 6000,

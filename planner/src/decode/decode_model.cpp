@@ -270,13 +270,17 @@ KernelCalibration fit_calibration(const Calibration& calibration, const GpuSpec&
 }
 
 DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options,
-                                     const GateResult& gates, const DecodeModelOptions& decode_options) {
+                                     const EngineDecision& decision,
+                                     const DecodeModelOptions& decode_options) {
+  if (!decision.gates)
+    throw InputError("--engine", decision.engine_display + " has no attention-kernel rules for " + model.id +
+                                     " on " + gpu.id + ": no decode model");
+  const GateResult& gates = *decision.gates;
   DecodeScenario s;
   s.name = model.id + " on " + gpu.id;
   s.batch = std::max<std::uint64_t>(1, options.batch);
   s.calibration = decode_options.calibration ? *decode_options.calibration : default_calibration(gpu);
-  const KvTypes types = resolve_kv_types(
-      model, options.engine == "llamacpp" ? options.llamacpp.cache_type_k : options.kv_cache_dtype);
+  const KvTypes& types = decision.kv_types;
   // Primary group first (the decode curve reports its per-call time).
   std::vector<LayerGroupGate> ordered;
   ordered.push_back(gates.primary);
@@ -322,7 +326,7 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
     s.baseline_ms = *decode_options.baseline_ms;
     s.baseline_source = "--baseline-ms (measured by the user)";
   } else {
-    const WeightsEstimate weights = estimate_weights(model, options.tp, options.pp);
+    const WeightsEstimate& weights = decision.weights;  // --weights-gib when given
     const TokenFootprint footprint = token_footprint(model, types, options.tp);
     const double bandwidth = gpu.bandwidth_gbps * decode_options.bandwidth_efficiency;  // GB/s = bytes/ns
     // Weights read once per step; recurrent state read and written once per sequence.
@@ -348,18 +352,17 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
 }
 
 std::optional<std::string> decode_cliff_warning(const ModelSpec& model, const GpuSpec& gpu,
-                                                const EngineOptions& options) {
-  if (model.attention_layer_count() == 0) return std::nullopt;
-  // Engines without gate rules (exllamav2/v3) get no warning rather than an error.
-  const std::vector<std::string> engines = gate_engines();
-  if (std::find(engines.begin(), engines.end(), options.engine) == engines.end()) return std::nullopt;
-  const GateResult gates = evaluate_gates(model, gpu, options);
+                                                const EngineOptions& options,
+                                                const EngineDecision& decision) {
+  // Engines without gate rules (exllamav2/v3) and models without attention layers have no
+  // gates in the decision: no warning rather than an error.
+  if (!decision.gates) return std::nullopt;
+  const GateResult& gates = *decision.gates;
   if (gates.primary.selected.empty() || gates.primary.splits_context) return std::nullopt;
-  const DecodeScenario scenario = build_decode_scenario(model, gpu, options, gates, DecodeModelOptions{});
-  std::uint64_t long_context = 32768;
-  if (options.max_model_len && *options.max_model_len > 1024) {
-    long_context = static_cast<std::uint64_t>(*options.max_model_len);
-  }
+  // Decode at the longest context the engine admits (the decision's max_model_len).
+  const std::uint64_t long_context = decision.length.tokens;
+  if (long_context <= 1024) return std::nullopt;
+  const DecodeScenario scenario = build_decode_scenario(model, gpu, options, decision, DecodeModelOptions{});
   const DecodeCurve curve = predict_decode(scenario, {1024, long_context});
   const double short_ms = curve.points[0].ms_per_token;
   const double long_ms = curve.points[1].ms_per_token;

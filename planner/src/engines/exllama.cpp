@@ -14,6 +14,7 @@
 #include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -66,7 +67,8 @@ class ExllamaEngine final : public Engine {
   std::vector<std::string> known_versions() const override {
     return generation_ == 2 ? std::vector<std::string>{"0.2.7"} : std::vector<std::string>{"1.4.1"};
   }
-  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+  PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                    const EngineOptions& options) const override;
 
   std::string display_name() const override { return generation_ == 2 ? "ExLlamaV2" : "ExLlamaV3"; }
   std::string default_version() const override { return known_versions().front(); }
@@ -89,6 +91,17 @@ class ExllamaEngine final : public Engine {
   std::vector<KvTypeSetting> kv_cache_type_settings(const EngineOptions& options) const override {
     return {{OptionField::cache_type_k, options.exllama.cache_mode}};
   }
+  // The cache mode's K and V bits as dtypes (for the quality tier; the budget sizes the
+  // cache from the mode itself, token_layer_bytes).
+  KvTypes kv_types(const ModelSpec&, const EngineOptions& options) const override {
+    const Mode mode = parse_mode(options.exllama.cache_mode, generation_);
+    KvTypes types;
+    types.k = {mode.name, "ExLlama cache mode " + mode.name + " (K)", mode.k_bits, 0, 0, 0, false};
+    types.v = {mode.name, "ExLlama cache mode " + mode.name + " (V)", mode.v_bits, 0, 0, 0, false};
+    return types;
+  }
+  // No tensor parallel in this planner's ExLlama model: the figures are the whole model's.
+  bool shards_weights() const override { return false; }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     return given_or_default_block(
         options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator",
@@ -103,14 +116,14 @@ class ExllamaEngine final : public Engine {
   int generation_;
 };
 
-PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
-                               const EngineOptions& options) const {
+PlanResult ExllamaEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                                 const EngineOptions& options) const {
   check_common_options(options);
   refuse_unused_overheads(options, name(), {OverheadFlag::activation});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = name();
-  result.engine_version = version(options).text;
+  result.engine_version = decision.version.text;
   const Mode mode = parse_mode(options.exllama.cache_mode, generation_);
   if (model.mla) throw InputError("--model", "MLA models are not supported by " + name());
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)
@@ -126,7 +139,7 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     const std::uint64_t fp16 = 2 * (d_k + d_v);
     largest_layer_fp16 = std::max(largest_layer_fp16, fp16);
   }
-  const std::uint64_t max_seq_len = derived_max_model_len(model);
+  const std::uint64_t max_seq_len = decision.length.tokens;
   // Cache size in tokens: --ctx-size (ExLlamaV2Cache max_seq_len), default the model's
   // max_seq_len, a multiple of 256.
   const std::uint64_t cache_tokens =
@@ -142,7 +155,8 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
                                  : 0;
   result.kv.bytes_per_token = per_token;
   result.kv.bytes_per_token_all_layers = per_token;
-  result.kv.block_size = kPage;
+  result.kv.pool_bytes_per_token = per_token;
+  result.kv.block_size = decision.block.tokens;
   const std::uint64_t context = options.context ? options.context : max_seq_len;
   result.kv.context = context;
   result.kv.batch = options.batch;
@@ -150,10 +164,8 @@ PlanResult ExllamaEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.bytes_per_sequence = checked_mul(checked_mul(result.kv.blocks_per_sequence, kPage, "tokens"),
                                              per_token, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
-  EngineOptions whole = options;  // no tensor parallel in this planner's exllama model
-  whole.tp = 1;
-  whole.pp = 1;
-  result.weights = weights_for(model, whole, result);
+  result.weights = decision.weights;  // the whole model (shards_weights false)
+  result.assumptions.push_back(decision.weights_assumption);
 
   const std::uint64_t pages = cache_tokens / kPage;
   const std::uint64_t pages_per_request = ceil_div(context, kPage);

@@ -38,6 +38,8 @@
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
+#include "kvsight/engine_decision.hpp"
+#include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -251,7 +253,8 @@ class LlamaCppEngine final : public Engine {
  public:
   std::string name() const override { return "llamacpp"; }
   std::vector<std::string> known_versions() const override { return llamacpp_versions(); }
-  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+  PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                    const EngineOptions& options) const override;
 
   std::string display_name() const override { return "llama.cpp"; }
   std::vector<std::string> aliases() const override { return {"llama.cpp", "llama-cpp", "llama_cpp"}; }
@@ -280,25 +283,92 @@ class LlamaCppEngine final : public Engine {
     return {{OptionField::cache_type_k, options.llamacpp.cache_type_k},
             {OptionField::cache_type_v, options.llamacpp.cache_type_v}};
   }
+  KvTypes kv_types(const ModelSpec&, const EngineOptions& options) const override {
+    KvTypes types;
+    types.k = llama_type(options.llamacpp.cache_type_k, "--cache-type-k");
+    types.v = llama_type(options.llamacpp.cache_type_v, "--cache-type-v");
+    return types;
+  }
   BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
     if (options.block_size)
       throw InputError("block_size",
                        "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");
-    return {0, "llama.cpp has no paged KV (one slot pool)"};
+    return {1, "llama.cpp has no paged KV: one cell per token in one slot pool", false};
   }
+  LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const override;
+  // Layers are split across devices (--split-mode layer): the figures are the whole model's.
+  bool shards_weights() const override { return false; }
   std::vector<StartupCheck> startup_checks(const ModelSpec&, const GpuSpec*,
                                            const EngineOptions&) const override {
-    return {};  // the flash-attention dependent checks are the gates' (kernel selection)
+    return {};  // the flash-attention dependent checks are kernel_checks (kernel selection)
+  }
+  // common/arg.cpp -fa off: flash attention is not used even where admitted.
+  std::string kernel_disabled_by(const std::string& kernel, const EngineOptions& options) const override {
+    return kernel == "llamacpp_flash_attn" && options.llamacpp.flash_attn == "off" ? "--flash-attn off" : "";
+  }
+  std::vector<StartupCheck> kernel_checks(const GateResult& gates,
+                                          const EngineOptions& options) const override {
+    // src/llama-context.cpp: "V cache quantization requires flash_attn".
+    const bool fa = gates.primary.selected == "llamacpp_flash_attn";
+    const bool ok = llama_type(options.llamacpp.cache_type_v, "--cache-type-v").group_size == 0 || fa;
+    return {{"quantized V cache needs FlashAttention", ok,
+             "cache_type_v " + options.llamacpp.cache_type_v +
+                 (ok ? "" : " is quantized but FlashAttention is refused"),
+             "src/llama-context.cpp (llama.cpp master)"}};
+  }
+  void options_from_log(const EngineLogFigures& f, EngineOptions& options,
+                        std::vector<std::string>& inputs) const override;
+  std::vector<std::string> gate_notes(const GpuSpec&, const EngineOptions&) const override {
+    return {"llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored"};
   }
 };
 
-PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
-                                const EngineOptions& options) const {
+// The llama_kv_cache size line gives n_ctx (its cells) and "S/T seqs": S = --parallel, T = 1 a
+// unified cache (kv_line below).
+void LlamaCppEngine::options_from_log(const EngineLogFigures& f, EngineOptions& options,
+                                      std::vector<std::string>& inputs) const {
+  if (!f.kv_tokens || options.llamacpp.ctx_size) return;
+  options.llamacpp.ctx_size = *f.kv_tokens;
+  inputs.push_back("n_ctx " + std::to_string(*f.kv_tokens) + " cells (llama_kv_cache size line)");
+  if (f.llamacpp_seqs && *f.llamacpp_seqs > 0 && !options.llamacpp.parallel_given) {
+    options.llamacpp.parallel = *f.llamacpp_seqs;
+    options.llamacpp.parallel_given = true;
+    options.llamacpp.kv_unified =
+        options.llamacpp.kv_unified || (f.llamacpp_streams.value_or(1) == 1 && *f.llamacpp_seqs > 1);
+  }
+}
+
+// n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
+// Unset: 4096 (common/common.h n_ctx, PR #10136) before PR #16653; from it common.h n_ctx = 0
+// = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
+// fit_params_target 1 GiB per device) when it does not fit.
+LengthChoice LlamaCppEngine::max_model_len(const ModelSpec& model, const EngineOptions& options) const {
+  const int build = version(options).build;
+  LengthChoice c;
+  c.derived = model.max_position_embeddings;
+  const bool train_default = build >= kTrainCtxDefaultBuild || build < kCtx4096DefaultBuild;
+  c.tokens = options.llamacpp.ctx_size.value_or(train_default ? 0 : 4096);
+  c.source = "given";
+  if (!options.llamacpp.ctx_size && !train_default)
+    c.source = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
+  if (c.tokens == 0) {
+    c.tokens = c.derived;
+    c.source = options.llamacpp.ctx_size      ? "--ctx-size 0 = n_ctx_train (llama-context.cpp)"
+               : build < kCtx4096DefaultBuild ? "unset = n_ctx_train (before the 4096 default of PR #10136)"
+                                              : "unset = n_ctx_train (common.h n_ctx 0, PR #16653)";
+  }
+  if (c.tokens == 0)
+    throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
+  return c;
+}
+
+PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                                  const EngineOptions& options) const {
   check_common_options(options);
   refuse_unused_overheads(options, name(), {OverheadFlag::activation, OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   if (options.llamacpp.parallel == 0) throw InputError("--parallel", "is 0; allowed: a positive integer");
-  const int build = version(options).build;
+  const int build = decision.version.build;
   // -np unset: llama-server's -np auto = 4 slots with a unified KV cache (tools/server/server.cpp,
   // common/arg.cpp n_parallel = -1; PR #16736); older builds and llama-cli use 1 slot.
   const bool np_auto =
@@ -310,8 +380,8 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   PlanResult result;
   result.engine = "llamacpp";
   result.engine_version = "b" + std::to_string(build);
-  const KvDtype& tk = llama_type(options.llamacpp.cache_type_k, "--cache-type-k");
-  const KvDtype& tv = llama_type(options.llamacpp.cache_type_v, "--cache-type-v");
+  const KvDtype& tk = decision.kv_types.k;
+  const KvDtype& tv = decision.kv_types.v;
   // Start-up refusals of llama_init_from_model (src/llama-context.cpp, read in b11312): no context
   // is made, so no plan either (exit 2).
   const bool gguf_mla = model.mla && !model.mla->gguf_decompressed_cache &&
@@ -342,22 +412,9 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
         "all figures are for the whole model");
   const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
 
-  // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
-  // Unset: 4096 (common/common.h n_ctx, PR #10136) before PR #16653; from it common.h n_ctx = 0
-  // = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
-  // fit_params_target 1 GiB per device) when it does not fit.
-  const std::uint64_t n_ctx_train = model.max_position_embeddings;
-  const bool train_default = build >= kTrainCtxDefaultBuild || build < kCtx4096DefaultBuild;
-  std::uint64_t n_ctx = options.llamacpp.ctx_size.value_or(train_default ? 0 : 4096);
-  std::string ctx_why = "given";
-  if (!options.llamacpp.ctx_size && !train_default)
-    ctx_why = "llama-server default 4096 (common.h); --ctx-size 0 = n_ctx_train";
-  if (n_ctx == 0) {
-    n_ctx = n_ctx_train;
-    ctx_why = options.llamacpp.ctx_size      ? "--ctx-size 0 = n_ctx_train (llama-context.cpp)"
-              : build < kCtx4096DefaultBuild ? "unset = n_ctx_train (before the 4096 default of PR #10136)"
-                                             : "unset = n_ctx_train (common.h n_ctx 0, PR #16653)";
-  }
+  // n_ctx: the decision's length (LlamaCppEngine::max_model_len).
+  const std::uint64_t n_ctx_train = decision.length.derived;
+  const std::uint64_t n_ctx = decision.length.tokens;
   if (!options.llamacpp.ctx_size && build >= kTrainCtxDefaultBuild)
     result.notes.push_back(
         "no -c: llama.cpp starts from the training context (" + std::to_string(n_ctx_train) +
@@ -368,9 +425,7 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
     result.notes.push_back(
         "no -np: llama-server's -np auto = 4 slots sharing one unified KV cache (tools/server/server.cpp); "
         "llama-cli uses 1");
-  if (n_ctx == 0)
-    throw InputError("--ctx-size", "the model config gives no training context; pass --ctx-size");
-  result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), ctx_why});
+  result.assumptions.push_back({"--ctx-size", std::to_string(n_ctx), decision.length.source});
   const bool unified = kv_unified_opt || build < kKvUnifiedBuild;
 
   CacheParams p{n_ctx,
@@ -405,11 +460,13 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   }
   result.kv.bytes_per_token = per_token_full;
   result.kv.bytes_per_token_all_layers = per_token_all;
+  // The size line explain reads is the first, non-SWA cache's (log_reader.cpp).
+  result.kv.pool_bytes_per_token = per_token_full;
   result.kv.state_bytes_per_sequence = state;
   const std::uint64_t context = options.context ? options.context : slot_ctx;
   result.kv.context = context;
   result.kv.batch = options.batch;
-  result.kv.block_size = 1;  // cells, no paging
+  result.kv.block_size = decision.block.tokens;  // cells, no paging
   // The start-up pool's parameters, with the context and slots of the kv figures.
   CacheParams one = p;
   one.n_ctx = context;
@@ -423,10 +480,8 @@ PlanResult LlamaCppEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   many.n_seq = options.batch;
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
-  EngineOptions whole = options;  // layers split across devices: figures for the whole model
-  whole.tp = 1;
-  whole.pp = 1;
-  result.weights = weights_for(model, whole, result);
+  result.weights = decision.weights;  // the whole model (shards_weights false)
+  result.assumptions.push_back(decision.weights_assumption);
 
   // The engine's own log lines.
   result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));

@@ -24,6 +24,7 @@
 #include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -40,10 +41,11 @@ class SglangEngine final : public Engine {
  public:
   std::string name() const override { return "sglang"; }
   std::vector<std::string> known_versions() const override { return sglang_versions(); }
-  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+  PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                    const EngineOptions& options) const override;
 
   std::string display_name() const override { return "SGLang"; }
-  std::string default_version() const override { return "0.5.23"; }
+  std::string default_version() const override { return sglang_versions().back(); }
   bool has_gate_rules() const override { return true; }
   // python/sglang/srt/server_args.py add_cli_args: --tensor-parallel-size/--tp-size,
   // --pipeline-parallel-size/--pp-size, --context-length, --page-size.
@@ -72,19 +74,18 @@ class SglangEngine final : public Engine {
   }
 };
 
-PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
-                              const EngineOptions& options) const {
+PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                                const EngineOptions& options) const {
   check_common_options(options);
   refuse_unused_overheads(options, name(), {OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "sglang";
   // 0.5.23 (the newest release, wheel read for the Mamba pool rule below) is the default.
-  const Version sglang_version = version(options);
+  const Version& sglang_version = decision.version;
   result.engine_version = sglang_version.text;
-  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
-  const std::uint32_t page = options.block_size.value_or(1);
-  if (page == 0) throw InputError("--page-size", "is 0; allowed: >= 1");
+  const KvTypes& types = decision.kv_types;
+  const std::uint32_t page = decision.block.tokens;
 
   // Cell: every attention layer on this rank (sliding-window layers are sized like full
   // attention unless SGLang's hybrid SWA pool is in use); recurrent layers carry state.
@@ -106,13 +107,12 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
   result.kv.bytes_per_token = per_token_full;
   result.kv.bytes_per_token_all_layers = cell;
+  result.kv.pool_bytes_per_token = cell;
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
   result.kv.block_size = page;
-  // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
-  // for vLLM; unset, the model's derived maximum.
-  const std::uint64_t context_len = options.max_model_len && *options.max_model_len > 0
-                                        ? static_cast<std::uint64_t>(*options.max_model_len)
-                                        : derived_max_model_len(model);
+  // The user's length (--context-length) drives capacity, as for vLLM; unset, the model's
+  // derived maximum (Engine::max_model_len).
+  const std::uint64_t context_len = decision.length.tokens;
   const std::uint64_t context = options.context ? options.context : context_len;
   result.kv.context = context;
   result.kv.batch = options.batch;
@@ -121,7 +121,8 @@ PlanResult SglangEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
       checked_add(checked_mul(checked_mul(result.kv.blocks_per_sequence, page, "tokens"), cell, "kv bytes"),
                   tf.state_bytes_per_sequence, "kv bytes");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
-  result.weights = weights_for(model, options, result);
+  result.weights = decision.weights;
+  result.assumptions.push_back(decision.weights_assumption);
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;

@@ -17,6 +17,7 @@
 #include "common.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 
 namespace kvsight {
@@ -33,11 +34,12 @@ class TrtllmEngine final : public Engine {
  public:
   std::string name() const override { return "trtllm"; }
   std::vector<std::string> known_versions() const override { return trtllm_versions(); }
-  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+  PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                    const EngineOptions& options) const override;
 
   std::string display_name() const override { return "TensorRT-LLM"; }
   std::vector<std::string> aliases() const override { return {"tensorrt-llm", "tensorrt_llm", "trt-llm"}; }
-  std::string default_version() const override { return "1.1.0"; }
+  std::string default_version() const override { return trtllm_versions().back(); }
   bool has_gate_rules() const override { return true; }
   // trtllm-serve (tensorrt_llm/commands/serve.py): --tp_size, --pp_size, --max_seq_len,
   // --kv_cache_free_gpu_memory_fraction; tokens_per_block is a KvCacheConfig field
@@ -71,17 +73,16 @@ class TrtllmEngine final : public Engine {
   }
 };
 
-PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
-                              const EngineOptions& options) const {
+PlanResult TrtllmEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                                const EngineOptions& options) const {
   check_common_options(options);
   refuse_unused_overheads(options, name(), {OverheadFlag::activation, OverheadFlag::non_torch});
   if (model.layers.empty()) throw InputError("--model", "the model has no layers");
   PlanResult result;
   result.engine = "trtllm";
-  result.engine_version = version(options).text;
-  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
-  const std::uint32_t tokens_per_block = options.block_size.value_or(32);  // KvCacheConfig default
-  if (tokens_per_block == 0) throw InputError("--tokens-per-block", "is 0; allowed: >= 1");
+  result.engine_version = decision.version.text;
+  const KvTypes& types = decision.kv_types;
+  const std::uint32_t tokens_per_block = decision.block.tokens;
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)
     result.notes.push_back(
         "recurrent layers: their state is held outside the paged KV pool (not sized here)");
@@ -93,13 +94,12 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   const std::uint64_t per_token = tf.bytes_per_token_all_layers;
   result.kv.bytes_per_token = tf.bytes_per_token;
   result.kv.bytes_per_token_all_layers = per_token;
+  result.kv.pool_bytes_per_token = per_token;
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
   result.kv.block_size = tokens_per_block;
-  // The user's length (--max-model-len or the engine's own spelling) drives capacity, as
-  // for vLLM; unset, the model's derived maximum.
-  const std::uint64_t max_seq_len = options.max_model_len && *options.max_model_len > 0
-                                        ? static_cast<std::uint64_t>(*options.max_model_len)
-                                        : derived_max_model_len(model);
+  // The user's length (--max_seq_len) drives capacity, as for vLLM; unset, the model's
+  // derived maximum (Engine::max_model_len).
+  const std::uint64_t max_seq_len = decision.length.tokens;
   const std::uint64_t context = options.context ? options.context : max_seq_len;
   result.kv.context = context;
   result.kv.batch = options.batch;
@@ -108,7 +108,8 @@ PlanResult TrtllmEngine::plan(const ModelSpec& model, const GpuSpec* gpu,
   result.kv.bytes_per_sequence =
       checked_mul(result.kv.blocks_per_sequence, block_bytes, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
-  result.weights = weights_for(model, options, result);
+  result.weights = decision.weights;
+  result.assumptions.push_back(decision.weights_assumption);
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;

@@ -27,6 +27,7 @@
 #include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 #include "vllm_speculative.hpp"
 #include "vllm_stages.hpp"
@@ -70,6 +71,9 @@ std::string_view spec_name(SpecKind kind) {
 
 // ---------------------------------------------------------------- versioned rules
 
+// vllm/config/cache.py: block_size defaults to 16 on CUDA (and ROCm).
+constexpr std::uint32_t kDefaultBlock = 16;
+
 // Versions whose behaviour differs somewhere in this file (the boundaries used below).
 const std::vector<std::string>& vllm_versions() {
   static const std::vector<std::string> versions = {
@@ -77,19 +81,19 @@ const std::vector<std::string>& vllm_versions() {
       "0.21.0", "0.23.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.32.0", "0.33.0"};
   return versions;
 }
-// The default: the newest release, whose wheel was read for this file (0.33.0, issue #13).
-constexpr const char* kNewestVllm = "0.33.0";
-
+// The default is the newest of vllm_versions(): the release whose wheel was read for this
+// file (0.33.0, issue #13).
 Version resolve_version(const EngineOptions& options) {
-  return parse_engine_version(options.engine_version.empty() ? kNewestVllm : options.engine_version,
-                              VersionForm::dotted, "vLLM", vllm_versions());
+  return parse_engine_version(
+      options.engine_version.empty() ? vllm_versions().back() : options.engine_version, VersionForm::dotted,
+      "vLLM", vllm_versions());
 }
 
-bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options) {
+bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules) {
   if (!has_recurrent(model) || options.vllm.disable_prefix_caching) return false;
   if (options.vllm.enable_prefix_caching) return true;
   // 0.28+: on by default for hybrids (rules_for), so Mamba layers run in "align" mode.
-  return rules_for(resolve_version(options)).hybrid_prefix_caching && model.attention_layer_count() > 0;
+  return rules.hybrid_prefix_caching && model.attention_layer_count() > 0;
 }
 
 VersionRules rules_for(const Version& v) {
@@ -739,10 +743,11 @@ class VllmEngine final : public Engine {
  public:
   std::string name() const override { return "vllm"; }
   std::vector<std::string> known_versions() const override { return vllm_versions(); }
-  PlanResult plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
+  PlanResult budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
+                    const EngineOptions& options) const override;
 
   std::string display_name() const override { return "vLLM"; }
-  std::string default_version() const override { return kNewestVllm; }
+  std::string default_version() const override { return vllm_versions().back(); }
   bool has_gate_rules() const override { return true; }
   // vllm/engine/arg_utils.py EngineArgs.add_cli_args (-tp/-pp short forms since 0.6).
   std::vector<EngineFlag> flags() const override {
@@ -783,24 +788,21 @@ class VllmEngine final : public Engine {
             "int8_per_token_head",
             "nvfp4"};
   }
-  BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override {
-    // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
-    if (options.block_size) {
-      const std::uint32_t b = *options.block_size;
-      if (!(b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256))
-        throw InputError("block_size",
-                         "is " + std::to_string(b) +
-                             "; allowed: 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)");
-    }
-    const std::uint32_t tokens = vllm_block_size(model, options);
-    if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size"};
-    if (has_recurrent(model) && model.attention_layer_count() > 0)
-      return {tokens,
-              "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
-    if (is_mla_model(model) && tokens != options.block_size.value_or(16))
-      return {tokens, "MLA backend's block size (vllm/platforms/cuda.py)"};
-    return {tokens, "vLLM default"};
+  BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override;
+  LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const override;
+  // vllm/v1/attention/ops/chunked_prefill_paged_decode.py has_native_kv_cache_layout: a
+  // hybrid attention + recurrent model's KV is stride-padded to the state page.
+  bool padded_kv_layout(const ModelSpec& model) const override { return model.is_hybrid(); }
+  // vllm/v1/worker/gpu_worker.py: start-up fails when free memory is below
+  // gpu_memory_utilization x total ("Free memory on device ... is less than desired").
+  bool needs_free_memory_for_budget() const override { return true; }
+  // --kv-cache-memory-bytes (config/cache.py kv_cache_memory_bytes): the KV memory given.
+  bool take_kv_memory(EngineOptions& options, std::uint64_t bytes) const override {
+    options.vllm.kv_cache_memory_bytes = bytes;
+    return true;
   }
+  void order_kernels(const GateInput& input, std::vector<KernelVerdict>& verdicts) const override;
+  std::vector<std::string> gate_notes(const GpuSpec& gpu, const EngineOptions& options) const override;
   std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
                                            const EngineOptions& options) const override {
     std::vector<StartupCheck> checks{tp_divides_heads_check(model, options, display_name())};
@@ -821,61 +823,107 @@ class VllmEngine final : public Engine {
   }
 };
 
-// max_model_len: --max-model-len, else the derived length (config.py _get_and_verify_max_len).
-struct LengthChoice {
-  std::uint64_t max_model_len = 0;
-  std::uint64_t derived = 0;
-  bool auto_fit = false;
-};
+BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOptions& options) const {
+  // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
+  if (options.block_size) {
+    const std::uint32_t b = *options.block_size;
+    if (!(b == 1 || b == 8 || b == 16 || b == 32 || b == 64 || b == 128 || b == 256))
+      throw InputError("block_size",
+                       "is " + std::to_string(b) +
+                           "; allowed: 1, 8, 16, 32, 64, 128, 256 (vllm/config/cache.py BlockSize)");
+  }
+  // The drafter's attention layers (--speculative-config) share the KV cache, so the block
+  // is chosen over the target with them (vllm_speculative.cpp).
+  DraftPlan draft;
+  const ModelSpec model = with_draft_layers(target, options, draft);
+  const std::uint32_t tokens = vllm_block_size(model, options);
+  if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size"};
+  if (has_recurrent(model) && model.attention_layer_count() > 0)
+    return {tokens,
+            "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
+  if (is_mla_model(model))
+    return {tokens, rules_for(version(options)).mla_flash_attn
+                        ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
+                          "FlashMLA 64 with an fp8 cache (platforms/cuda.py, mla/flashattn_mla.py)"
+                        : "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
+                          "forces 128 (vllm/platforms/cuda.py)"};
+  return {tokens, std::to_string(kDefaultBlock) + ", vLLM's CUDA default (cache.py)"};
+}
 
-LengthChoice choose_max_model_len(const ModelSpec& model, const EngineOptions& options, PlanResult& result) {
+// max_model_len: --max-model-len, else the derived length (config.py _get_and_verify_max_len);
+// -1 searches the largest that fits, up to the derived length (_auto_fit_max_model_len).
+LengthChoice VllmEngine::max_model_len(const ModelSpec& model, const EngineOptions& options) const {
   LengthChoice c;
   c.derived = derived_max_model_len(model);
-  c.max_model_len = c.derived;
+  c.tokens = c.derived;
+  c.source = "the model's maximum (config.py _get_and_verify_max_len)";
   if (options.max_model_len) {
     if (*options.max_model_len == -1) {
-      c.auto_fit = true;
+      c.search = true;
+      c.source = "--max-model-len -1: the largest that fits, searched up to the model's maximum";
     } else if (*options.max_model_len <= 0) {
       throw InputError("--max-model-len", "is " + std::to_string(*options.max_model_len) +
                                               "; allowed: a positive length, or -1 to fit the memory");
     } else {
-      c.max_model_len = static_cast<std::uint64_t>(*options.max_model_len);
+      c.tokens = static_cast<std::uint64_t>(*options.max_model_len);
+      c.source = "--max-model-len";
     }
   }
-  if (c.max_model_len == 0)
+  if (c.tokens == 0)
     throw InputError("--max-model-len", "the model config gives no max_position_embeddings; pass a length");
-  if (c.max_model_len > c.derived && c.derived > 0)
-    result.warnings.push_back("max_model_len " + std::to_string(c.max_model_len) + " exceeds the derived " +
-                              std::to_string(c.derived) +
-                              ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
-  if (model.rope_scaling.present() && c.derived != model.max_position_embeddings)
-    result.notes.push_back("derived max_model_len " + std::to_string(c.derived) + " includes rope_scaling (" +
-                           model.rope_scaling.type + ", factor " + fixed_text(model.rope_scaling.factor, 2) +
-                           ")");
   return c;
 }
 
-void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, const EngineOptions& options,
-                               std::uint32_t block, bool align_mode, const Layout& layout,
-                               PlanResult& result) {
-  if (is_mla_model(model)) {
-    result.assumptions.push_back(
-        {"block size", std::to_string(block),
-         rules_for(resolve_version(options)).mla_flash_attn
-             ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
-               "FlashMLA 64 with an fp8 cache (platforms/cuda.py, mla/flashattn_mla.py)"
-             : "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
-               "forces 128 (vllm/platforms/cuda.py)"});
-  } else {
-    const bool raised =
-        has_recurrent(model) && model.attention_layer_count() > 0 && block != options.block_size.value_or(16);
-    result.assumptions.push_back(
-        {"block size", std::to_string(block),
-         raised
-             ? "raised so an attention page covers the recurrent state page (HybridAttentionMambaModelConfig)"
-         : options.block_size ? "--block-size"
-                              : "16, vLLM's CUDA default (cache.py)"});
+void VllmEngine::order_kernels(const GateInput& input, std::vector<KernelVerdict>& out) const {
+  // vllm/platforms/cuda.py _get_backend_priorities: on Blackwell (compute capability
+  // 10.x) FLASHINFER comes before FLASH_ATTN.
+  if (input.family != "cuda" || input.compute_capability < 100 || input.compute_capability >= 110) return;
+  auto flashinfer =
+      std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flashinfer"; });
+  auto flash =
+      std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flash_attn"; });
+  if (flashinfer != out.end() && flash != out.end() && flash < flashinfer)
+    std::rotate(flash, flashinfer, flashinfer + 1);
+}
+
+std::vector<std::string> VllmEngine::gate_notes(const GpuSpec& gpu, const EngineOptions&) const {
+  std::vector<std::string> notes;
+  if (gpu.family.rfind("gfx", 0) == 0) {
+    // vllm/v1/attention/backends/rocm_attn.py in 0.28 .. 0.33.0 (read in the 0.33.0 wheel, issue #13)
+    // still decodes through chunked_prefill_paged_decode: a refused custom kernel means the
+    // non-split Triton 2D kernel; ROCM_ATTN refuses attention sinks (supports_sink False) and
+    // head sizes above 256 (get_supported_head_sizes).
+    notes.push_back(
+        "vLLM 0.28-0.33 ROCM_ATTN decode: paged_attention_rocm when admitted, else Triton "
+        "kernel_paged_attention_2d (no context split); models with attention sinks (gpt-oss) get "
+        "TRITON_ATTN; ROCM_ATTN head sizes stop at 256 (rocm_attn.py, 0.33.0)");
   }
+  if (gpu.family == "gfx11" || gpu.family == "gfx12") {
+    notes.push_back(
+        "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel "
+        "2-6x faster than the fallback at GQA 1-2)");
+  }
+  return notes;
+}
+
+// The length notes of a plan: a length over the model's maximum, a derived length that
+// includes rope scaling.
+void describe_length(const ModelSpec& model, const LengthChoice& length, PlanResult& result) {
+  if (length.tokens > length.derived && length.derived > 0)
+    result.warnings.push_back("max_model_len " + std::to_string(length.tokens) + " exceeds the derived " +
+                              std::to_string(length.derived) +
+                              ": vLLM refuses unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+  if (model.rope_scaling.present() && length.derived != model.max_position_embeddings)
+    result.notes.push_back("derived max_model_len " + std::to_string(length.derived) +
+                           " includes rope_scaling (" + model.rope_scaling.type + ", factor " +
+                           fixed_text(model.rope_scaling.factor, 2) + ")");
+}
+
+void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, const EngineOptions& options,
+                               const BlockSizeChoice& block_choice, bool align_mode, const Layout& layout,
+                               PlanResult& result) {
+  const std::uint32_t block = block_choice.tokens;
+  result.assumptions.push_back({"block size", std::to_string(block), block_choice.source});
   const bool hybrid = has_recurrent(model) && model.attention_layer_count() > 0;
   if (hybrid) {
     const std::uint64_t state = recurrent_state_bytes(*model.recurrent, options.tp).total();
@@ -910,10 +958,6 @@ void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, con
                              " KV heads: each rank holds 1 replicated KV head");
       break;
     }
-  if (model.num_attention_heads > 0 && model.num_attention_heads % options.tp != 0)
-    result.warnings.push_back("vLLM refuses to start: tensor parallel size " + std::to_string(options.tp) +
-                              " does not divide " + std::to_string(model.num_attention_heads) +
-                              " attention heads");
 }
 
 template <typename T>
@@ -921,7 +965,8 @@ void append(std::vector<T>& to, const std::vector<T>& from) {
   to.insert(to.end(), from.begin(), from.end());
 }
 
-PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const EngineOptions& options) const {
+PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& target, const GpuSpec* gpu,
+                              const EngineOptions& options) const {
   check_common_options(options);
   refuse_unused_overheads(options, name(),
                           {OverheadFlag::activation, OverheadFlag::non_torch, OverheadFlag::cuda_graph,
@@ -935,7 +980,7 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
   PlanResult result;
   append(result.notes, draft.notes);
   result.engine = "vllm";
-  const Version version = resolve_version(options);
+  const Version& version = decision.version;
   result.engine_version = version.text;
   const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
   if (v0)
@@ -943,10 +988,11 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
         "vLLM " + version.text +
         " runs the V0 engine: log lines follow V0 (worker.py / executor); KV grouping follows V1");
 
-  const KvTypes types = resolve_kv_types(model, options.kv_cache_dtype);
-  const std::uint32_t block = vllm_block_size(model, options);
-  LengthChoice length = choose_max_model_len(model, options, result);
-  std::uint64_t max_model_len = length.max_model_len;
+  const KvTypes& types = decision.kv_types;
+  const std::uint32_t block = decision.block.tokens;
+  const LengthChoice& length = decision.length;
+  describe_length(model, length, result);
+  std::uint64_t max_model_len = length.tokens;
 
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   const bool sliding_window = std::any_of(model.layers.begin(), model.layers.end(), [](const LayerSpec& l) {
@@ -971,12 +1017,12 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
        limits.why});
 
   // Stages 1-3: per-layer specs, groups, per-stage projection.
-  const bool align_mode = prefix_caching_align(model, options);
+  const bool align_mode = prefix_caching_align(model, options, rules);
   const Layout layout = group_kv_cache_specs(
       layer_cache_specs(model, types, options.tp, block,
                         options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0),
       model.num_layers());
-  describe_block_and_layout(model, types, options, block, align_mode, layout, result);
+  describe_block_and_layout(model, types, options, decision.block, align_mode, layout, result);
   const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);
 
   // The kv.* figures: the stage needing the most KV per block.
@@ -1004,6 +1050,7 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
         "sparse MLA backends take blocks in multiples of 64");
   }
   result.kv.state_bytes_per_sequence = tf.state_bytes_per_sequence;
+  result.kv.pool_bytes_per_token = result.kv.bytes_per_token;
   result.kv.block_size = block;
   result.kv.context = context;
   result.kv.batch = options.batch;
@@ -1013,7 +1060,8 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
       checked_mul(result.kv.blocks_per_sequence, stages[kv_stage].block_bytes, "kv bytes per sequence");
   result.kv.bytes_per_batch = checked_mul(result.kv.bytes_per_sequence, options.batch, "kv bytes per batch");
 
-  result.weights = weights_for(target, options, result);
+  result.weights = decision.weights;
+  result.assumptions.push_back(decision.weights_assumption);
   if (draft.weight_bytes_per_rank > 0 && !options.overheads.weights_gib) {
     // load_model loads the drafter after the target (gpu_model_runner.py, 0.33.0), so
     // "Model loading took" counts both; a --weights-gib figure is taken as that total.
@@ -1072,7 +1120,7 @@ PlanResult VllmEngine::plan(const ModelSpec& target, const GpuSpec* gpu, const E
   const std::uint64_t upper = std::max(length.derived, max_model_len);
   const std::uint64_t largest = layout.groups.empty() ? upper : estimate_max_model_len(fits, upper);
   cap.largest_max_model_len = largest;
-  if (length.auto_fit) {
+  if (length.search) {
     if (largest == 0)
       result.warnings.push_back(
           "Cannot auto-fit max_model_len: not enough GPU memory available to serve even a "
@@ -1126,7 +1174,7 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
   const bool mla = vllm::is_mla_model(model);
   const bool hybrid = vllm::has_recurrent(model) && model.attention_layer_count() > 0;
-  std::uint64_t block = options.block_size.value_or(16);  // cache.py: 16 on CUDA
+  std::uint64_t block = options.block_size.value_or(vllm::kDefaultBlock);
   if (mla) {
     const bool fp8 = options.kv_cache_dtype.rfind("fp8", 0) == 0;
     // Sparse MLA (DeepSeek V3.2 indexer) runs only on the *_MLA_SPARSE backends, all

@@ -54,7 +54,7 @@ const std::vector<std::string>& vllm_versions();
 Version resolve_version(const EngineOptions& options);
 // Mamba "align" mode: --enable-prefix-caching, or (0.28+) the default for hybrid models unless
 // --no-enable-prefix-caching.
-bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options);
+bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules);
 
 // max_concurrent_batches (config/vllm.py, 0.33): with async scheduling 2 at PP 1; at PP > 1
 // pp + 1 on Model Runner V2, pp on V1; without async scheduling pp.

@@ -1,7 +1,6 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
 // the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
-#include "kvsight/ascii.hpp"
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
@@ -11,7 +10,9 @@
 #include <tuple>
 
 #include "gates_rules.hpp"
+#include "kvsight/ascii.hpp"
 #include "kvsight/dtype.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
 
@@ -234,7 +235,6 @@ std::uint32_t parse_compute_capability(const std::string& arch) {
   return value;
 }
 
-
 // Layer kinds as the gates output names them.
 std::string kind_name(LayerKind kind) {
   switch (kind) {
@@ -251,8 +251,6 @@ std::string kind_name(LayerKind kind) {
   }
 }
 
-bool is_quantized_ggml(const std::string& type) { return type != "f16" && type != "f32" && type != "bf16"; }
-
 }  // namespace
 
 std::vector<std::string> gate_engines() {
@@ -267,7 +265,9 @@ std::uint64_t parse_engine_version(const std::string& text) {
   return read_engine_version(text).ordinal();
 }
 
-std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
+namespace {
+
+std::vector<KernelVerdict> evaluate_rules(const GateInput& input) {
   const std::uint64_t version = parse_engine_version(input.engine_version);
   std::vector<KernelVerdict> out;
   for (const KernelRule& rule : gates_detail::kernel_rules()) {
@@ -291,90 +291,60 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
     decide_split(rule, input, verdict);
     out.push_back(std::move(verdict));
   }
-  // vllm/platforms/cuda.py _get_backend_priorities: on Blackwell (compute capability
-  // 10.x) FLASHINFER comes before FLASH_ATTN.
-  if (input.engine == "vllm" && input.family == "cuda" && input.compute_capability >= 100 &&
-      input.compute_capability < 110) {
-    auto flashinfer =
-        std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flashinfer"; });
-    auto flash =
-        std::find_if(out.begin(), out.end(), [](const KernelVerdict& v) { return v.kernel == "flash_attn"; });
-    if (flashinfer != out.end() && flash != out.end() && flash < flashinfer)
-      std::rotate(flash, flashinfer, flashinfer + 1);
-  }
-  for (KernelVerdict& verdict : out) {
-    if (verdict.admitted) {
-      verdict.selected = true;
-      break;
-    }
-  }
   return out;
 }
 
-GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
-  const std::unique_ptr<Engine> engine_rules = make_engine(options.engine);
-  if (!engine_rules->has_gate_rules()) {
-    throw InputError("--engine", "'" + options.engine + "' has no gate rules; allowed: " + join_strings(gate_engines()));
+void select_first_admitted(std::vector<KernelVerdict>& verdicts) {
+  bool selected = false;
+  for (KernelVerdict& verdict : verdicts) {
+    verdict.selected = !selected && verdict.admitted;
+    selected |= verdict.selected;
   }
-  if (options.tp == 0) throw InputError("tensor_parallel_size", "is 0; allowed: a positive integer");
-  if (model.attention_layer_count() == 0) {
-    throw InputError("--model",
-                     "'" + model.id + "' has no attention layers; gates apply to attention layers only");
+}
+
+// The candidates of one layer group in the engine's priority order, with what the
+// engine's options turn off (llama.cpp -fa off), the first admitted one selected.
+std::vector<KernelVerdict> engine_kernels(const Engine& engine, const GateInput& input,
+                                          const EngineOptions& options) {
+  std::vector<KernelVerdict> verdicts = evaluate_rules(input);
+  engine.order_kernels(input, verdicts);
+  for (KernelVerdict& verdict : verdicts) {
+    const std::string off = engine.kernel_disabled_by(verdict.kernel, options);
+    if (!off.empty() && verdict.admitted) {
+      verdict.admitted = false;
+      verdict.reasons.push_back(off);
+    }
   }
-  const std::string engine = engine_rules->name();
-  const std::string display = engine_rules->display_name();
-  // The engine's own form (llama.cpp: bNNNN builds), refused as plan refuses it.
-  const std::uint64_t version =
-      options.engine_version.empty() ? UINT64_MAX - 1 : engine_rules->version(options).ordinal();
+  select_first_admitted(verdicts);
+  return verdicts;
+}
 
-  GateResult result;
-  result.engine = engine;
-  result.engine_version = options.engine_version.empty() ? gates_detail::newest_known_version_text(engine) +
-                                                               " (newest known; --engine-version)"
-                                                         : options.engine_version;
-  result.family = gpu.family;
-  result.tp = options.tp;
-
-  // The block size the engine really uses: the engine's own rule.
-  const BlockSizeChoice block = engine_rules->block_size(model, options);
-  result.block_size = block.tokens;
-  result.block_size_source = block.source;
-
-  // max_seq_len at run time is the batch's longest sequence; the gate is evaluated at
-  // the longest the engine will admit (max_model_len, default the model's maximum).
-  std::uint64_t max_seq_len = derived_max_model_len(model);
-  if (options.max_model_len && *options.max_model_len > 0) {
-    max_seq_len = static_cast<std::uint64_t>(*options.max_model_len);
-  } else if (options.context > 0) {
-    max_seq_len = options.context;
-  }
-  if (max_seq_len == 0) max_seq_len = 4096;
-  result.max_seq_len = max_seq_len;
-
+GateInput base_input(const Engine& engine, const ModelSpec& model, const GpuSpec& gpu,
+                     const EngineOptions& options, const EngineDecision& decision) {
   GateInput base;
-  base.engine = engine;
-  base.engine_version = options.engine_version;
+  base.engine = engine.name();
+  base.engine_version = decision.version.text;
   base.family = gpu.family;
   base.arch = gpu.arch;
   base.compute_capability = parse_compute_capability(gpu.arch);
   base.q_dtype = canonical_torch_dtype(model.dtype, "torch_dtype");
   // The K cache's type as the engine reads it (llama.cpp: --cache-type-k).
-  base.kv_cache_dtype = engine_rules->kv_cache_type_settings(options).front().value;
-  base.block_size = result.block_size;
-  base.max_seq_len = max_seq_len;
+  base.kv_cache_dtype = decision.kv_settings.front().value;
+  base.block_size = decision.block.tokens;
+  base.max_seq_len = decision.length.tokens;
   base.batch = std::max<std::uint64_t>(1, options.batch);
-  // vLLM ALiBi models (bloom, mpt); attention sinks (gpt-oss); stride-padded KV
-  // layouts for hybrid attention + recurrent models (chunked_prefill_paged_decode.py
-  // has_native_kv_cache_layout).
+  // vLLM ALiBi models (bloom, mpt); attention sinks (gpt-oss).
   const std::string model_type = ascii_lower(model.model_type);
   base.alibi = model_type == "bloom" || model_type == "mpt";
   base.sinks = model_type == "gpt_oss";
-  base.padded_layout = engine == "vllm" && model.is_hybrid();
+  base.padded_layout = engine.padded_kv_layout(model);
+  return base;
+}
 
-  const std::uint32_t q_heads = model.num_attention_heads;
-  const std::uint32_t q_per_rank = std::max<std::uint32_t>(1, q_heads / options.tp);
-
-  // Group identical attention layers.
+// Identical attention layers as one group each, in model order.
+std::vector<LayerGroupGate> layer_groups(const Engine& engine, const ModelSpec& model, const GateInput& base,
+                                         const EngineOptions& options) {
+  const std::uint32_t q_per_rank = std::max<std::uint32_t>(1, model.num_attention_heads / options.tp);
   using Key = std::tuple<int, std::uint32_t, std::uint32_t, std::uint32_t, std::uint64_t>;
   std::map<Key, LayerGroupGate> groups;
   std::vector<Key> order;
@@ -402,20 +372,7 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
       input.q_heads_per_rank = q_per_rank;
       input.gqa_ratio = q_per_rank / std::max<std::uint32_t>(1, group.kv_heads_per_rank);
       input.sliding_window = group.window;
-      group.kernels = evaluate_kernels(input);
-      // llama.cpp -fa off (common/arg.cpp): flash attention is not used even where
-      // admitted; the next admitted kernel is selected.
-      if (engine == "llamacpp" && options.llamacpp.flash_attn == "off") {
-        bool selected = false;
-        for (KernelVerdict& verdict : group.kernels) {
-          if (verdict.kernel == "llamacpp_flash_attn" && verdict.admitted) {
-            verdict.admitted = false;
-            verdict.reasons.push_back("--flash-attn off");
-          }
-          verdict.selected = !selected && verdict.admitted;
-          selected |= verdict.selected;
-        }
-      }
+      group.kernels = engine_kernels(engine, input, options);
       for (const KernelVerdict& verdict : group.kernels) {
         if (verdict.selected) {
           group.selected = verdict.kernel;
@@ -427,11 +384,15 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
     }
     ++found->second.layer_count;
   }
-  for (const Key& key : order) result.groups.push_back(groups.at(key));
+  std::vector<LayerGroupGate> out;
+  for (const Key& key : order) out.push_back(groups.at(key));
+  return out;
+}
 
-  // Primary group: full attention (or MLA) with the most layers; else the largest.
+// Primary group: full attention (or MLA) with the most layers; else the largest.
+const LayerGroupGate& primary_group(const std::vector<LayerGroupGate>& groups) {
   const LayerGroupGate* primary = nullptr;
-  for (const LayerGroupGate& group : result.groups) {
+  for (const LayerGroupGate& group : groups) {
     const bool global = group.kind == "full_attention" || group.kind == "mla";
     const bool primary_global = primary && (primary->kind == "full_attention" || primary->kind == "mla");
     if (!primary || (global && !primary_global) ||
@@ -439,68 +400,93 @@ GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const Engi
       primary = &group;
     }
   }
-  result.primary = *primary;
+  return *primary;
+}
 
-  // ------------------------------------------------------------ constraints
-  auto add = [&result](std::string name, bool ok, std::string detail, std::string source) {
-    if (!ok) result.errors.push_back(name + ": " + detail);
-    result.constraints.push_back({std::move(name), ok, std::move(detail), std::move(source)});
-  };
-
-  // The engine's own start-up checks (TP divides heads, KV heads split evenly, vendor,
-  // max_model_len within the model's maximum); the kernel-dependent ones follow.
-  for (StartupCheck& check : engine_rules->startup_checks(model, &gpu, options))
-    add(std::move(check.name), check.ok, std::move(check.detail), std::move(check.source));
-  if (engine == "llamacpp") {
-    // src/llama-context.cpp: "V cache quantization requires flash_attn".
-    const bool fa = result.primary.selected == "llamacpp_flash_attn";
-    const bool ok = !is_quantized_ggml(options.llamacpp.cache_type_v) || fa;
-    add("quantized V cache needs FlashAttention", ok,
-        "cache_type_v " + options.llamacpp.cache_type_v +
-            (ok ? "" : " is quantized but FlashAttention is refused"),
-        "src/llama-context.cpp (llama.cpp master)");
-    result.notes.push_back(
-        "llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored");
+// The refusal of a group no kernel admits. When every candidate refuses the KV cache type
+// (and only that), it is the type the engine cannot run on this device, as vLLM's selector
+// says ("No valid attention backend found ... kv_cache_dtype").
+StartupCheck no_kernel_check(const LayerGroupGate& group, const std::string& display, const GpuSpec& gpu,
+                             std::uint32_t block_size, const std::string& kv_cache_dtype) {
+  std::vector<std::string> refused;
+  bool kv_type_refused_by_all = !group.kernels.empty();
+  for (const KernelVerdict& verdict : group.kernels) {
+    refused.push_back(verdict.kernel);
+    const bool kv_reason =
+        std::any_of(verdict.reasons.begin(), verdict.reasons.end(),
+                    [](const std::string& r) { return r.find("kv_cache_dtype") != std::string::npos; });
+    kv_type_refused_by_all &= kv_reason;
   }
-  for (const LayerGroupGate& group : result.groups) {
-    if (group.selected.empty()) {
-      std::vector<std::string> refused;
-      for (const KernelVerdict& verdict : group.kernels) refused.push_back(verdict.kernel);
-      add("an attention kernel admits the " + group.kind + " layers", false,
-          "no " + display + " kernel on " + gpu.family + " admits head_size " +
-              std::to_string(group.head_size) + ", block_size " + std::to_string(result.block_size) +
-              (refused.empty() ? " (none exists for this family)"
-                               : " (refused: " + join_strings(refused) + ")"),
-          "see attention.refused");
-    }
+  std::string detail;
+  if (kv_type_refused_by_all) {
+    detail = display + " has no attention backend for kv_cache_dtype " + kv_cache_dtype + " on " + gpu.id +
+             " (" + gpu.arch + "): refused by " + join_strings(refused) + "; it refuses to start";
+  } else {
+    detail =
+        "no " + display + " kernel on " + gpu.family + " admits head_size " +
+        std::to_string(group.head_size) + ", block_size " + std::to_string(block_size) +
+        (refused.empty() ? " (none exists for this family)" : " (refused: " + join_strings(refused) + ")");
   }
+  return {"an attention kernel admits the " + group.kind + " layers", false, detail, "see attention.refused"};
+}
 
-  if (engine == "vllm" && version >= gates_detail::newest_known_version("vllm") &&
-      !options.engine_version.empty() && version > gates_detail::newest_known_version("vllm")) {
-    result.notes.push_back("engine version " + options.engine_version + " is newer than the rules (" +
-                           gates_detail::newest_known_version_text("vllm") +
-                           "): re-check against its source");
+}  // namespace
+
+std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
+  std::vector<KernelVerdict> verdicts = evaluate_rules(input);
+  make_engine(input.engine)->order_kernels(input, verdicts);
+  select_first_admitted(verdicts);
+  return verdicts;
+}
+
+GateResult select_kernels(const Engine& engine, const ModelSpec& model, const GpuSpec& gpu,
+                          const EngineOptions& options, const EngineDecision& decision) {
+  if (options.tp == 0) throw InputError("tensor_parallel_size", "is 0; allowed: a positive integer");
+  GateResult result;
+  result.engine = engine.name();
+  result.engine_version = decision.version_given
+                              ? decision.version.text
+                              : decision.version.text + " (newest known; --engine-version)";
+  result.family = gpu.family;
+  result.tp = options.tp;
+  result.block_size = decision.block.tokens;
+  result.block_size_source = decision.block.source;
+  // max_seq_len at run time is the batch's longest sequence; the gate is evaluated at
+  // the longest the engine admits: the decision's max_model_len.
+  result.max_seq_len = decision.length.tokens;
+
+  const GateInput base = base_input(engine, model, gpu, options, decision);
+  result.groups = layer_groups(engine, model, base, options);
+  result.primary = primary_group(result.groups);
+
+  // Constraints: the engine's own start-up checks (TP divides heads, KV heads split evenly,
+  // vendor, max_model_len within the model's maximum), then the kernel-dependent ones.
+  result.constraints = decision.checks;
+  for (StartupCheck& check : engine.kernel_checks(result, options))
+    result.constraints.push_back(std::move(check));
+  for (const LayerGroupGate& group : result.groups)
+    if (group.selected.empty())
+      result.constraints.push_back(
+          no_kernel_check(group, decision.engine_display, gpu, result.block_size, base.kv_cache_dtype));
+  for (const StartupCheck& check : result.constraints)
+    if (!check.ok) result.errors.push_back(check.name + ": " + check.detail);
+
+  const std::vector<std::string> known = engine.known_versions();
+  if (decision.version_given && !known.empty()) {
+    const EngineVersion newest =
+        parse_engine_version(known.back(), engine.version_form(), decision.engine_display, known);
+    if (decision.version.ordinal() > newest.ordinal())
+      result.notes.push_back("engine version " + decision.version.text + " is newer than the rules (" +
+                             newest.text + "): re-check against its source");
   }
   result.notes.push_back("max_seq_len is the batch's longest sequence at run time; evaluated here at " +
-                         std::to_string(max_seq_len) + " (--max-model-len, else the model's maximum)");
-  if (engine == "vllm" && gpu.family.rfind("gfx", 0) == 0) {
-    // vllm/v1/attention/backends/rocm_attn.py in 0.28 .. 0.33.0 (read in the 0.33.0 wheel, issue #13)
-    // still decodes through chunked_prefill_paged_decode: a refused custom kernel means the
-    // non-split Triton 2D kernel; ROCM_ATTN refuses attention sinks (supports_sink False) and
-    // head sizes above 256 (get_supported_head_sizes).
-    result.notes.push_back(
-        "vLLM 0.28-0.33 ROCM_ATTN decode: paged_attention_rocm when admitted, else Triton "
-        "kernel_paged_attention_2d (no context split); models with attention sinks (gpt-oss) get "
-        "TRITON_ATTN; "
-        "ROCM_ATTN head sizes stop at 256 (rocm_attn.py, 0.33.0)");
-  }
-  if (engine == "vllm" && (gpu.family == "gfx11" || gpu.family == "gfx12")) {
-    result.notes.push_back(
-        "RDNA GQA 3..16 is a speed heuristic from May 2025, not a capability limit (#50603: custom kernel "
-        "2-6x "
-        "faster than the fallback at GQA 1-2)");
-  }
+                         std::to_string(result.max_seq_len) + " (" + decision.length.source + ")");
+  for (std::string& note : engine.gate_notes(gpu, options)) result.notes.push_back(std::move(note));
   return result;
+}
+
+GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
+  return *decide_with_gates(*make_engine(options.engine), model, gpu, options).gates;
 }
 
 }  // namespace kvsight

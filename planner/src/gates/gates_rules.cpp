@@ -407,15 +407,4 @@ const std::vector<KernelRule>& kernel_rules() {
   return rules;
 }
 
-std::uint64_t newest_known_version(const std::string& engine) {
-  // vLLM: 0.33.0, whose wheel the ROCm rows were re-read in (issue #13).
-  if (engine == "vllm") return v(0, 33, 0);
-  return UINT64_MAX - 1;
-}
-
-std::string newest_known_version_text(const std::string& engine) {
-  if (engine == "vllm") return "0.33.0";
-  return "newest (rules read from the 2025-2026 sources)";
-}
-
 }  // namespace kvsight::gates_detail

@@ -72,8 +72,4 @@ struct KernelRule {
 // Every rule of every engine, in each engine's priority order.
 const std::vector<KernelRule>& kernel_rules();
 
-// The newest engine version each rule table was read against, per engine.
-std::uint64_t newest_known_version(const std::string& engine);
-std::string newest_known_version_text(const std::string& engine);
-
 }  // namespace kvsight::gates_detail

@@ -55,10 +55,10 @@ struct CliffOutcome {
   Verdict verdict = Verdict::ok;
 };
 
-// The probe shape for the selected path of a gate result: head_dim, the block size the
-// engine uses (bounded to what a probe can allocate), KV heads per rank and the whole
-// GQA group, at this batch.
-probes::AttentionShape probe_shape_for(const GateResult& gates, std::uint64_t batch);
+// The probe shape for the selected path of an engine decision (it must hold gates):
+// head_dim, the block size the engine uses (bounded to what a probe can allocate), KV
+// heads per rank and the whole GQA group, at this batch.
+probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch);
 
 CliffOutcome run_cliff(const CliffRequest& request);
 

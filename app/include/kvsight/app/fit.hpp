@@ -2,14 +2,16 @@
 // The fit use case, the inverse of plan: which (GPU kind, TP, PP, KV cache type, block
 // size) configurations serve N sequences of L tokens under an engine's rules. Every
 // candidate is one run of the plan use case (app/src/plan.cpp plan_item) with the
-// engine's own start-up checks (app/src/engine_setup.cpp); nothing here restates an
-// engine rule. Search grid and ordering: docs/reference/fleet.md "fit".
+// engine's decision on that GPU (kvsight/engine_decision.hpp: start-up checks and the
+// attention kernels, so a KV type the device cannot run is a rejected candidate); nothing
+// here restates an engine rule. Search grid and ordering: docs/reference/fleet.md "fit".
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/model.hpp"
 
 namespace kvsight::app {
@@ -42,9 +44,11 @@ struct FitCandidate {
   std::string gpu;  // catalog id
   std::uint32_t tp = 1;
   std::uint32_t pp = 1;
-  std::uint32_t gpu_count = 1;             // tp x pp
-  std::string kv_cache_dtype;              // as the engine spells it ("auto", "fp8", ...)
-  std::string kv_dtype_resolved;           // what it stores ("bf16", "fp8_e4m3")
+  std::uint32_t gpu_count = 1;    // tp x pp
+  std::string kv_cache_dtype;     // as the engine spells it ("auto", "fp8", ...)
+  std::string kv_dtype_resolved;  // what it stores ("bf16", "fp8_e4m3")
+  // How lossy the KV type is (kvsight/engine_decision.hpp): "full", "8-bit", "low-bit".
+  KvQualityTier kv_tier = KvQualityTier::full;
   std::uint32_t block_size = 0;            // the block the engine really uses (0: no paging)
   std::uint32_t block_size_requested = 0;  // 0: the engine's default
   bool fits = false;
@@ -71,8 +75,10 @@ struct FitOutcome {
   std::uint64_t concurrency = 0;
   std::uint64_t context = 0;
   std::uint32_t max_gpus = 0;
-  std::vector<std::string> gpus;       // searched
-  std::vector<FitCandidate> accepted;  // fewest GPUs first, then most headroom
+  std::vector<std::string> gpus;  // searched
+  // Fewest GPUs first, then the least lossy KV type (the model's own precision before
+  // 8-bit before fewer bits), then most headroom: what a user would deploy.
+  std::vector<FitCandidate> accepted;
   std::vector<FitCandidate> rejected;  // fewest GPUs first, each with its reasons
   // Options refused for the model as a whole (every GPU, TP and PP): a KV cache type the
   // engine cannot use for this model, a block size it does not take.

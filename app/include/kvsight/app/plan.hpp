@@ -8,6 +8,7 @@
 #include "kvsight/app/engine_setup.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
+#include "kvsight/engine_decision.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/model.hpp"
 
@@ -23,10 +24,9 @@ struct PlanRequest {
 struct PlanItem {
   ModelSpec model;
   std::optional<GpuSpec> gpu;
+  EngineDecision decision;  // the engine's decision (checks, refusals, kernels on the GPU)
   PlanResult result;
-  std::vector<StartupCheck> checks;   // the engine's start-up checks
-  std::vector<std::string> refusals;  // failed checks: the engine would not start
-  bool fits = true;                   // capacity (when computed) holds --batch sequences at max_model_len
+  bool fits = true;  // capacity (when computed) holds --batch sequences at max_model_len
   Verdict verdict = Verdict::ok;
 };
 
