@@ -148,7 +148,8 @@ void run_fit(FitArgs& args, CliState& state) {
                                 {"accepted", accepted},
                                 {"rejected", rejected},
                                 {"refused_options", refused},
-                                {"duplicate_kv_cache_dtypes", outcome.duplicate_kv_cache_dtypes}};
+                                {"duplicate_kv_cache_dtypes", outcome.duplicate_kv_cache_dtypes},
+                                {"lossy_kv_cache_dtypes_not_searched", outcome.lossy_kv_cache_dtypes}};
     emit(state, render_json(out));
     return;
   }
@@ -233,6 +234,12 @@ void run_fit(FitArgs& args, CliState& state) {
   for (const auto& r : outcome.refused_options)
     text += "refused for this model: " + r.value + ": " + r.reason + "\n";
   for (const auto& d : outcome.duplicate_kv_cache_dtypes) text += "not searched again: " + d + "\n";
+  if (!outcome.lossy_kv_cache_dtypes.empty()) {
+    std::string list;
+    for (const auto& d : outcome.lossy_kv_cache_dtypes) list += (list.empty() ? "" : ", ") + d;
+    text += "not searched (lossy KV cache types): " + list +
+            "; --kv-cache-dtypes all (or a list) searches them\n";
+  }
   text += "KV figures are per GPU rank; GiB = 2^30 bytes; headroom = KV available / KV needed - 1.\n";
   emit(state, text);
 }
@@ -272,7 +279,9 @@ void add_fit_command(CLI::App& app, CliState& state) {
   add_count_flag(*cmd, "--max-gpus", args->max_gpus, "Largest TP x PP searched per GPU kind (default 8)", 1,
                  64);
   cmd->add_option("--kv-cache-dtypes", args->kv_cache_dtypes,
-                  "KV cache types to search, comma list (default: every type the engine offers)");
+                  "KV cache types to search, comma list, or 'all' = every type the engine offers (default: "
+                  "the types that keep the model's precision, e.g. auto; fp8 and 4-bit caches only when "
+                  "asked)");
   cmd->add_option("--block-sizes", args->block_sizes,
                   "Block sizes to offer the engine, comma list ('default' = the engine's own), or 'all' = "
                   "default,1,8,16,32,64,128,256 (default: the engine's own only)");

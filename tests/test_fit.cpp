@@ -227,7 +227,7 @@ TEST(Fit, EachCandidateIsThePlanUseCaseForTheSameOptions) {
 TEST(Fit, KvTypesWithTheSameFootprintAreSearchedOnce) {
   // vLLM's list: auto = bfloat16 = bf16 on a bf16 model; float16/fp16 the same 2 B; fp8 =
   // fp8_e4m3 = fp8_e5m2 = fp8_inc (1 B); fp8_ds_mla only for MLA models.
-  app::FitRequest request = llama_request({});
+  app::FitRequest request = llama_request({"all"});
   request.gpus = "h200";
   request.max_gpus = 1;
   const app::FitOutcome outcome = app::run_fit(request);
@@ -238,6 +238,25 @@ TEST(Fit, KvTypesWithTheSameFootprintAreSearchedOnce) {
   EXPECT_EQ(searched, (std::vector<std::string>{"auto", "fp8", "fp8_per_token_head", "nvfp4"}));
   ASSERT_EQ(outcome.refused_options.size(), 1u);
   EXPECT_NE(outcome.refused_options[0].value.find("fp8_ds_mla"), std::string::npos);
+  EXPECT_TRUE(outcome.lossy_kv_cache_dtypes.empty());
+}
+
+TEST(Fit, TheDefaultSearchKeepsTheModelsPrecision) {
+  // No --kv-cache-dtypes: only the types that store >= 16 bits (auto = bf16 here, float16 /
+  // fp16 the same 2 B); the 8-bit (fp8*, int8_per_token_head) and 4-bit (nvfp4) caches are
+  // left out and named.
+  app::FitRequest request = llama_request({});
+  request.gpus = "h200";
+  request.max_gpus = 1;
+  const app::FitOutcome outcome = app::run_fit(request);
+  std::vector<std::string> searched;
+  for (const auto* list : {&outcome.accepted, &outcome.rejected})
+    for (const auto& c : *list) searched.push_back(c.kv_cache_dtype);
+  EXPECT_EQ(searched, (std::vector<std::string>{"auto"}));
+  std::vector<std::string> lossy = outcome.lossy_kv_cache_dtypes;
+  std::sort(lossy.begin(), lossy.end());
+  EXPECT_EQ(lossy, (std::vector<std::string>{"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_per_token_head",
+                                             "int8_per_token_head", "nvfp4"}));
 }
 
 TEST(Fit, BlockSizesTheEngineTakesAreSearchedWhenAsked) {

@@ -237,12 +237,16 @@ FitOutcome run_fit(const FitRequest& request) {
     }
   }
 
-  // KV cache types: the engine's list (or the requested one, checked against it), one per
-  // distinct footprint.
-  std::vector<std::string> dtypes = request.kv_cache_dtypes;
+  // KV cache types: by default the engine's types that keep the model's precision (a user
+  // asks what hardware serves the model, not how far its cache can be quantized); "all" =
+  // every type the engine offers; else the requested list, checked against the engine's.
+  // One type per distinct footprint.
+  const bool default_search = request.kv_cache_dtypes.empty();
+  const bool every_type = request.kv_cache_dtypes == std::vector<std::string>{"all"};
+  std::vector<std::string> dtypes = every_type ? std::vector<std::string>{} : request.kv_cache_dtypes;
   if (dtypes.empty() && (reads.kv_dtype || reads.cache_k)) dtypes = base.engine->kv_cache_dtypes();
   if (dtypes.empty()) dtypes.push_back(engine_kv_default(*base.engine, asked));
-  if (!request.kv_cache_dtypes.empty()) {
+  if (!default_search && !every_type) {
     for (const std::string& dtype : dtypes) {
       EngineOptions o = asked;
       set_kv_dtype(o, reads, dtype);
@@ -260,7 +264,12 @@ FitOutcome run_fit(const FitRequest& request) {
     set_kv_dtype(o, reads, dtype);
     try {
       const EngineSetup setup = setup_engine(o);
-      const Footprint f = footprint_of(setup.engine->plan(model, nullptr, setup.options));
+      const EngineDecision decision = decide(*setup.engine, model, nullptr, setup.options);
+      if (default_search && decision.kv_tier != KvQualityTier::full) {
+        outcome.lossy_kv_cache_dtypes.push_back(dtype);
+        continue;
+      }
+      const Footprint f = footprint_of(setup.engine->budget(decision, model, nullptr, setup.options));
       auto [it, inserted] = seen_footprints.emplace(f, dtype);
       if (!inserted) {
         outcome.duplicate_kv_cache_dtypes.push_back(dtype + " (same KV footprint as " + it->second + ")");

@@ -23,7 +23,8 @@ struct FitRequest {
   std::string gpus = "all";       // GPU catalog ids, comma list or "all"
   EngineOptions options;          // engine, version and overrides; tp/pp/kv type/block are searched
   std::uint32_t max_gpus = 8;     // TP x PP searched up to this many GPUs of one kind
-  // KV cache types to search; empty = every type the engine offers (Engine::kv_cache_dtypes).
+  // KV cache types to search; empty = the engine's types that keep the model's precision
+  // (KvQualityTier::full); {"all"} = every type the engine offers (Engine::kv_cache_dtypes).
   std::vector<std::string> kv_cache_dtypes;
   // Block sizes to offer the engine; 0 = the engine's default. Empty = kDefaultBlockGrid.
   std::vector<std::uint32_t> block_sizes;
@@ -85,6 +86,8 @@ struct FitOutcome {
   std::vector<RefusedOption> refused_options;
   // KV cache types that store the same thing as one searched earlier ("bfloat16" = "auto").
   std::vector<std::string> duplicate_kv_cache_dtypes;
+  // Lossy types the default search left out (--kv-cache-dtypes all or a list searches them).
+  std::vector<std::string> lossy_kv_cache_dtypes;
   std::uint64_t candidates_planned = 0;  // plan use case runs
   Verdict verdict = Verdict::ok;         // check_failed when nothing fits
 };
