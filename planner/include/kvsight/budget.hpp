@@ -166,6 +166,7 @@ struct BlockSizeChoice {
   std::uint32_t tokens = 0;  // tokens per block (1 for llama.cpp: one cell per token)
   std::string source;        // "--block-size", "vLLM default", "raised by vLLM ..."
   bool paged = true;         // false: no paged KV blocks (llama.cpp's one cell pool)
+  std::string derivation{};  // the figures behind a derived size ("" when given or a default)
 };
 
 // The max_model_len an engine runs with (vLLM --max-model-len, SGLang --context-length,

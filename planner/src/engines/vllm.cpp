@@ -836,11 +836,20 @@ BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOpti
   // is chosen over the target with them (vllm_speculative.cpp).
   DraftPlan draft;
   const ModelSpec model = with_draft_layers(target, options, draft);
-  const std::uint32_t tokens = vllm_block_size(model, options);
-  if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size"};
+  const BlockFigures figures = block_figures(model, options);
+  const std::uint32_t tokens = figures.tokens;
+  std::string derivation;
+  if (figures.state_page_bytes > 0)
+    derivation = "hybrid model: recurrent state page " + std::to_string(figures.state_page_bytes) +
+                 " B per layer per rank; attention " + std::to_string(figures.attention_token_bytes) +
+                 " B per token per layer -> block size " + std::to_string(tokens) + " (page " +
+                 std::to_string(std::uint64_t{tokens} * figures.attention_token_bytes) +
+                 " B; the state page is padded to it)";
+  if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size", true, derivation};
   if (has_recurrent(model) && model.attention_layer_count() > 0)
     return {tokens,
-            "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)"};
+            "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)", true,
+            derivation};
   if (is_mla_model(model))
     return {tokens, rules_for(version(options)).mla_flash_attn
                         ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
@@ -919,19 +928,14 @@ void describe_length(const ModelSpec& model, const LengthChoice& length, PlanRes
                            fixed_text(model.rope_scaling.factor, 2) + ")");
 }
 
-void describe_block_and_layout(const ModelSpec& model, const KvTypes& types, const EngineOptions& options,
+void describe_block_and_layout(const ModelSpec& model, const EngineOptions& options,
                                const BlockSizeChoice& block_choice, bool align_mode, const Layout& layout,
                                PlanResult& result) {
   const std::uint32_t block = block_choice.tokens;
   result.assumptions.push_back({"block size", std::to_string(block), block_choice.source});
   const bool hybrid = has_recurrent(model) && model.attention_layer_count() > 0;
   if (hybrid) {
-    const std::uint64_t state = recurrent_state_bytes(*model.recurrent, options.tp).total();
-    const std::uint64_t per_tok = attn_bytes_per_token_max(model, types, options.tp);
-    result.notes.push_back("hybrid model: recurrent state page " + std::to_string(state) +
-                           " B per layer per rank; " + "attention " + std::to_string(per_tok) +
-                           " B per token per layer -> block size " + std::to_string(block) + " (page " +
-                           std::to_string(block * per_tok) + " B; the state page is padded to it)");
+    if (!block_choice.derivation.empty()) result.notes.push_back(block_choice.derivation);
     if (align_mode)
       result.assumptions.push_back(
           {"prefix caching with Mamba",
@@ -1022,7 +1026,7 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
       layer_cache_specs(model, types, options.tp, block,
                         options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0),
       model.num_layers());
-  describe_block_and_layout(model, types, options, decision.block, align_mode, layout, result);
+  describe_block_and_layout(model, options, decision.block, align_mode, layout, result);
   const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);
 
   // The kv.* figures: the stage needing the most KV per block.
@@ -1169,6 +1173,10 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
 std::unique_ptr<Engine> make_vllm_engine() { return std::make_unique<VllmEngine>(); }
 
 std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options) {
+  return vllm::block_figures(model, options).tokens;
+}
+
+vllm::BlockFigures vllm::block_figures(const ModelSpec& model, const EngineOptions& options) {
   if (options.block_size && *options.block_size == 0) throw InputError("--block-size", "is 0; allowed: >= 1");
   if (options.tp == 0) throw InputError("--tp", "is 0; allowed: a positive integer");
   const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
@@ -1191,7 +1199,7 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
       block = 64;
     }
   }
-  if (!hybrid) return static_cast<std::uint32_t>(block);
+  if (!hybrid) return {static_cast<std::uint32_t>(block), 0, 0};
 
   // Hybrid attention + Mamba (HybridAttentionMambaModelConfig.verify_and_update_config,
   // vllm/model_executor/models/config.py; Platform._align_hybrid_block_size in newer trees):
@@ -1201,7 +1209,7 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   // over the KV dtypes in use when some layers skip the quantized cache dtype).
   const std::uint64_t attn_1tok = vllm::attn_bytes_per_token_max(model, types, options.tp);
   const std::uint64_t mamba_page = recurrent_state_bytes(*model.recurrent, options.tp).total();
-  if (attn_1tok == 0 || mamba_page == 0) return static_cast<std::uint32_t>(block);
+  if (attn_1tok == 0 || mamba_page == 0) return {static_cast<std::uint32_t>(block), mamba_page, attn_1tok};
   std::uint64_t needed = 0;
   if (rules.hybrid_prefix_caching) {
     // 0.28+ (platforms/interface.py _align_hybrid_block_size, read in 0.33): alignment =
@@ -1228,7 +1236,7 @@ std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& optio
   // Raised only when unset or too small; the Mamba page is then padded to the attention page.
   if (!options.block_size || block < needed) block = needed;
   if (block > 0xffffffffull) throw InputError("--block-size", "hybrid block size overflows 32 bits");
-  return static_cast<std::uint32_t>(block);
+  return {static_cast<std::uint32_t>(block), mamba_page, attn_1tok};
 }
 
 }  // namespace kvsight

@@ -54,6 +54,15 @@ const std::vector<std::string>& vllm_versions();
 Version resolve_version(const EngineOptions& options);
 // Mamba "align" mode: --enable-prefix-caching, or (0.28+) the default for hybrid models unless
 // --no-enable-prefix-caching.
+// The attention block vLLM chooses (vllm_block_size), with the pages of a hybrid raise
+// (0 when the model is not hybrid).
+struct BlockFigures {
+  std::uint32_t tokens = 0;
+  std::uint64_t state_page_bytes = 0;       // one recurrent layer's state per rank
+  std::uint64_t attention_token_bytes = 0;  // the largest attention layer's bytes per token
+};
+BlockFigures block_figures(const ModelSpec& model, const EngineOptions& options);
+
 bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules);
 
 // max_concurrent_batches (config/vllm.py, 0.33): with async scheduling 2 at PP 1; at PP > 1
