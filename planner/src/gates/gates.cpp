@@ -1,6 +1,7 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
 // the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
+#include "kvsight/ascii.hpp"
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <tuple>
 
 #include "gates_rules.hpp"
-#include "kvsight/ascii.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
@@ -308,6 +308,7 @@ std::uint32_t parse_compute_capability(const std::string& arch) {
   return value;
 }
 
+
 // Layer kinds as the gates output names them.
 std::string kind_name(LayerKind kind) {
   switch (kind) {
@@ -387,8 +388,7 @@ std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
 GateResult evaluate_gates(const ModelSpec& model, const GpuSpec& gpu, const EngineOptions& options) {
   const std::unique_ptr<Engine> engine_rules = make_engine(options.engine);
   if (!engine_rules->has_gate_rules()) {
-    throw InputError("--engine",
-                     "'" + options.engine + "' has no gate rules; allowed: " + join_strings(gate_engines()));
+    throw InputError("--engine", "'" + options.engine + "' has no gate rules; allowed: " + join_strings(gate_engines()));
   }
   if (options.tp == 0) throw InputError("tensor_parallel_size", "is 0; allowed: a positive integer");
   if (model.attention_layer_count() == 0) {
