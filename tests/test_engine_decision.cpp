@@ -228,6 +228,34 @@ TEST(EngineDecision, FitAcceptsNothingTheGatesRefuse) {
   }
 }
 
+// "fit ... ranks nvfp4 KV first on MI300X and MI325X (and gates admits it there)": no ROCm
+// attention backend of vLLM 0.33 lists nvfp4 (gates.md "KV cache types per attention
+// backend"), so every nvfp4 candidate there is rejected with the engine's refusal, and
+// plan refuses it too (exit 1).
+TEST(EngineDecision, NoNvfp4CacheOnAmd) {
+  app::FitRequest request;
+  request.model = "llama-3.1-8b";
+  request.concurrency = 64;
+  request.context = 32768;
+  request.gpus = "mi300x,mi325x";
+  request.kv_cache_dtypes = {"all"};
+  const app::FitOutcome outcome = app::run_fit(request);
+  ASSERT_FALSE(outcome.accepted.empty());
+  for (const app::FitCandidate& c : outcome.accepted) EXPECT_NE(c.kv_cache_dtype, "nvfp4") << c.gpu;
+  std::size_t refused = 0;
+  for (const app::FitCandidate& c : outcome.rejected) {
+    if (c.kv_cache_dtype != "nvfp4") continue;
+    ++refused;
+    ASSERT_FALSE(c.reasons.empty());
+    EXPECT_NE(c.reasons.front().find("refuses kv_cache_dtype nvfp4"), std::string::npos) << c.reasons.front();
+  }
+  EXPECT_GT(refused, 0u);
+  const auto run = test::run_kvsight({"plan", "--model", "llama-3.1-8b", "--gpu", "mi300x",
+                                      "--kv-cache-dtype", "nvfp4", "--max-model-len", "8192"});
+  EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
+  EXPECT_NE((run.out + run.err).find("refuses kv_cache_dtype nvfp4"), std::string::npos) << run.out;
+}
+
 // "The README's own fit example leads with nvfp4": run the README's fit line; its first row
 // must be a full-precision KV cache.
 TEST(EngineDecision, ReadmeFitExampleLeadsWithAFullPrecisionCache) {

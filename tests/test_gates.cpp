@@ -301,7 +301,9 @@ TEST(GateRules, CudaV1PrefersFlashAttention) {
   EXPECT_TRUE(verdict_of(more, "triton_unified_attention").selected);
 }
 
-// flash_attn.py supports_kv_cache_dtype: fp8 only with FA3 (Hopper); then FlashInfer.
+// flash_attn.py supports_kv_cache_dtype -> fa_utils.py flash_attn_supports_kv_cache_dtype
+// (vLLM 0.33.0): fp8 only with FA3 on family 90 or FA4 on family 100; then FlashInfer.
+// (The reason's wording changed with the data-driven KV-type condition; the verdict did not.)
 TEST(GateRules, FlashAttentionFp8NeedsHopper) {
   GateInput in = rdna_input();
   in.family = "cuda";
@@ -309,8 +311,8 @@ TEST(GateRules, FlashAttentionFp8NeedsHopper) {
   in.kv_cache_dtype = "fp8";
   const auto verdicts = evaluate_kernels(in);
   EXPECT_EQ(verdict_of(verdicts, "flash_attn").reasons,
-            std::vector<std::string>{
-                "kv_cache_dtype fp8 needs FlashAttention 3 (compute capability 9.x); this is 8.9"});
+            std::vector<std::string>{"kv_cache_dtype fp8 needs compute capability 9.x (FlashAttention 3) or "
+                                     "10.x (FlashAttention 4); this is 8.9"});
   EXPECT_TRUE(verdict_of(verdicts, "flashinfer").selected);
   in.compute_capability = 90;
   EXPECT_TRUE(verdict_of(evaluate_kernels(in), "flash_attn").selected);

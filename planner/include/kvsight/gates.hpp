@@ -64,6 +64,9 @@ struct LayerGroupGate {
   std::string selected_name;
   bool splits_context = false;
   std::vector<KernelVerdict> kernels;  // every candidate, priority order
+  // When no kernel is admitted because of the KV cache type: the engine's refusal of that
+  // type on this device (what its backends accept there); "" otherwise.
+  std::string kv_type_refusal;
 };
 
 // A start-up constraint as the gates report it: the engine's own checks and the

@@ -115,6 +115,55 @@ std::string capability_text(std::int64_t cc) {
   return std::to_string(cc / 10) + "." + std::to_string(cc % 10);
 }
 
+// kvsight also takes bf16 / fp16 for vLLM's bfloat16 / float16 (engines/vllm.cpp
+// kv_cache_dtypes); an entry lists the engine's own spelling (gates.md).
+std::string kv_type_spelling(const std::vector<std::string>& types, const std::string& kv) {
+  if (std::find(types.begin(), types.end(), kv) != types.end()) return kv;
+  if (kv == "bf16") return "bfloat16";
+  if (kv == "fp16") return "float16";
+  return kv;
+}
+
+std::string capability_range_text(const gates_detail::KvTypeEntry& entry) {
+  if (entry.max_cc == INT64_MAX) return capability_text(entry.min_cc) + "+";
+  if (entry.min_cc / 10 == entry.max_cc / 10) return std::to_string(entry.min_cc / 10) + ".x";
+  return capability_text(entry.min_cc) + ".." + capability_text(entry.max_cc);
+}
+
+// Test::kv_types: the backend lists the KV type for this engine version and device
+// (supported_kv_cache_dtypes / supports_kv_cache_dtype). Entries of other versions do not
+// count; when none covers the version the rule was not read there and the test holds.
+std::string check_kv_types(const Condition& c, const GateInput& in) {
+  const std::uint64_t version = parse_engine_version(in.engine_version);
+  const std::int64_t cc = in.compute_capability;
+  std::vector<std::string> here;       // types accepted on this device
+  std::vector<std::string> elsewhere;  // "9.x (FlashAttention 3)" where this type is accepted
+  bool covered = false;
+  for (const gates_detail::KvTypeEntry& entry : c.kv_types) {
+    if (version < entry.min_version || version >= entry.max_version) continue;
+    covered = true;
+    const std::string kv = kv_type_spelling(entry.types, in.kv_cache_dtype);
+    const bool listed = std::find(entry.types.begin(), entry.types.end(), kv) != entry.types.end();
+    if (cc >= entry.min_cc && cc <= entry.max_cc) {
+      if (listed) return "";
+      for (const std::string& type : entry.types)
+        if (std::find(here.begin(), here.end(), type) == here.end()) here.push_back(type);
+    } else if (listed) {
+      elsewhere.push_back(capability_range_text(entry) + (entry.why.empty() ? "" : " (" + entry.why + ")"));
+    }
+  }
+  if (!covered) return "";
+  const std::string device = cc > 0 ? "compute capability " + capability_text(cc) : in.family;
+  if (!elsewhere.empty()) {
+    std::string where;
+    for (std::size_t i = 0; i < elsewhere.size(); ++i) where += (i > 0 ? " or " : "") + elsewhere[i];
+    return "kv_cache_dtype " + in.kv_cache_dtype + " needs compute capability " + where + "; this is " +
+           capability_text(cc);
+  }
+  return "kv_cache_dtype " + in.kv_cache_dtype + " is not accepted on " + device +
+         " (accepted: " + join_strings(here) + ")";
+}
+
 // Returns "" when the condition holds, else the reason naming condition and value.
 std::string check(const Condition& c, const GateInput& in) {
   const std::string name = field_name(c.field);
@@ -163,16 +212,8 @@ std::string check(const Condition& c, const GateInput& in) {
     }
     case Test::never:
       return c.label;
-    case Test::fa_kv_dtype: {
-      const std::string& kv = in.kv_cache_dtype;
-      if (kv == "auto") return "";
-      if (kv.rfind("fp8", 0) == 0) {
-        if (in.compute_capability >= 90 && in.compute_capability < 100) return "";
-        return "kv_cache_dtype " + kv + " needs FlashAttention 3 (compute capability 9.x); this is " +
-               capability_text(in.compute_capability);
-      }
-      return "kv_cache_dtype " + kv + " is not auto or fp8";
-    }
+    case Test::kv_types:
+      return check_kv_types(c, in);
     case Test::equals_head_size:
       if (in.head_size_v == in.head_size) return "";
       return "head_size_v " + std::to_string(in.head_size_v) + " is not head_size " +
@@ -183,6 +224,39 @@ std::string check(const Condition& c, const GateInput& in) {
 
 bool version_applies(const KernelRule& rule, std::uint64_t version) {
   return version >= rule.min_version && version < rule.max_version;
+}
+
+// When no kernel is admitted: "" unless some candidate was refused for its KV cache type
+// alone, so the engine refuses the type on this device (vLLM: "No valid attention backend
+// found ...", rocm.py adding "Supported kv_cache_dtype values: ..."). Else the refusal
+// naming the type and what the device's backends take.
+std::string kv_type_refusal(const GateInput& in, const std::vector<KernelVerdict>& verdicts,
+                            const std::string& display) {
+  const bool kv_alone = std::any_of(verdicts.begin(), verdicts.end(), [](const KernelVerdict& v) {
+    return !v.reasons.empty() && std::all_of(v.reasons.begin(), v.reasons.end(), [](const std::string& r) {
+      return r.rfind("kv_cache_dtype ", 0) == 0;
+    });
+  });
+  if (!kv_alone) return "";
+  const std::uint64_t version = parse_engine_version(in.engine_version);
+  std::vector<std::string> accepted;
+  for (const KernelRule& rule : gates_detail::kernel_rules()) {
+    if (rule.engine != in.engine || rule.mla != in.mla || !version_applies(rule, version)) continue;
+    if (std::find(rule.families.begin(), rule.families.end(), in.family) == rule.families.end()) continue;
+    for (const Condition& c : rule.conditions) {
+      if (c.test != Test::kv_types) continue;
+      for (const gates_detail::KvTypeEntry& e : c.kv_types) {
+        if (version < e.min_version || version >= e.max_version) continue;
+        if (in.compute_capability < e.min_cc || in.compute_capability > e.max_cc) continue;
+        for (const std::string& type : e.types)
+          if (std::find(accepted.begin(), accepted.end(), type) == accepted.end()) accepted.push_back(type);
+      }
+    }
+  }
+  const std::string device = in.family + " " + in.arch;
+  return display + " refuses kv_cache_dtype " + in.kv_cache_dtype + " on this device (" + device +
+         "): no attention backend accepts it" +
+         (accepted.empty() ? "" : "; accepted here: " + join_strings(accepted));
 }
 
 void decide_split(const KernelRule& rule, const GateInput& in, KernelVerdict& verdict) {
@@ -380,6 +454,8 @@ std::vector<LayerGroupGate> layer_groups(const Engine& engine, const ModelSpec& 
           group.splits_context = verdict.splits_context;
         }
       }
+      if (group.selected.empty())
+        group.kv_type_refusal = kv_type_refusal(input, group.kernels, engine.display_name());
       found = groups.emplace(key, std::move(group)).first;
     }
     ++found->second.layer_count;
@@ -403,31 +479,23 @@ const LayerGroupGate& primary_group(const std::vector<LayerGroupGate>& groups) {
   return *primary;
 }
 
-// The refusal of a group no kernel admits. When every candidate refuses the KV cache type
-// (and only that), it is the type the engine cannot run on this device, as vLLM's selector
-// says ("No valid attention backend found ... kv_cache_dtype").
+// The refusal of a group no kernel admits: the engine's refusal of the KV cache type on
+// this device when that is the reason (LayerGroupGate::kv_type_refusal), else the shape.
 StartupCheck no_kernel_check(const LayerGroupGate& group, const std::string& display, const GpuSpec& gpu,
-                             std::uint32_t block_size, const std::string& kv_cache_dtype) {
+                             std::uint32_t block_size) {
   std::vector<std::string> refused;
-  bool kv_type_refused_by_all = !group.kernels.empty();
-  for (const KernelVerdict& verdict : group.kernels) {
-    refused.push_back(verdict.kernel);
-    const bool kv_reason =
-        std::any_of(verdict.reasons.begin(), verdict.reasons.end(),
-                    [](const std::string& r) { return r.find("kv_cache_dtype") != std::string::npos; });
-    kv_type_refused_by_all &= kv_reason;
-  }
-  std::string detail;
-  if (kv_type_refused_by_all) {
-    detail = display + " has no attention backend for kv_cache_dtype " + kv_cache_dtype + " on " + gpu.id +
-             " (" + gpu.arch + "): refused by " + join_strings(refused) + "; it refuses to start";
-  } else {
-    detail =
-        "no " + display + " kernel on " + gpu.family + " admits head_size " +
-        std::to_string(group.head_size) + ", block_size " + std::to_string(block_size) +
-        (refused.empty() ? " (none exists for this family)" : " (refused: " + join_strings(refused) + ")");
-  }
-  return {"an attention kernel admits the " + group.kind + " layers", false, detail, "see attention.refused"};
+  for (const KernelVerdict& verdict : group.kernels) refused.push_back(verdict.kernel);
+  const std::string refused_text =
+      refused.empty() ? " (none exists for this family)" : " (refused: " + join_strings(refused) + ")";
+  const std::string& kv = group.kv_type_refusal;
+  return {"an attention kernel admits the " + group.kind + " layers", false,
+          !kv.empty() ? kv + refused_text
+                      : "no " + display + " kernel on " + gpu.family + " admits head_size " +
+                            std::to_string(group.head_size) + ", block_size " + std::to_string(block_size) +
+                            refused_text,
+          !kv.empty()
+              ? "docs/reference/gates.md \"KV cache types per attention backend\"; see attention.refused"
+              : "see attention.refused"};
 }
 
 }  // namespace
@@ -466,8 +534,7 @@ GateResult select_kernels(const Engine& engine, const ModelSpec& model, const Gp
     result.constraints.push_back(std::move(check));
   for (const LayerGroupGate& group : result.groups)
     if (group.selected.empty())
-      result.constraints.push_back(
-          no_kernel_check(group, decision.engine_display, gpu, result.block_size, base.kv_cache_dtype));
+      result.constraints.push_back(no_kernel_check(group, decision.engine_display, gpu, result.block_size));
   for (const StartupCheck& check : result.constraints)
     if (!check.ok) result.errors.push_back(check.name + ": " + check.detail);
 

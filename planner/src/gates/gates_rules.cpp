@@ -26,6 +26,110 @@ const std::vector<std::string> kAll = {"cuda", "gfx9", "gfx10", "gfx11", "gfx12"
 Condition no_sliding() { return {Field::sliding_window, Test::absent, {}, {}, ""}; }
 Condition half_q() { return {Field::q_dtype, Test::str_one_of, {}, {"fp16", "bf16"}, ""}; }
 
+// ------------------------------------------------------------ KV cache types per backend
+// docs/reference/gates.md "KV cache types per attention backend": the lists below are the
+// backends' supported_kv_cache_dtypes / supports_kv_cache_dtype read in the vLLM wheels
+// 0.12.0 .. 0.33.0, the SGLang 0.5.5 wheel and the TensorRT-LLM docs. A "from" version is
+// the first wheel read that shows the fact; versions before the first entry were not read.
+using gates_detail::KvTypeEntry;
+constexpr std::int64_t kAnyCc = INT64_MAX;
+
+Condition kv_types(std::vector<KvTypeEntry> entries) {
+  Condition c{Field::kv_cache_dtype, Test::kv_types, {}, {}, ""};
+  c.kv_types = std::move(entries);
+  return c;
+}
+
+// vLLM 0.12.0 / 0.14.0 / 0.16.0 / 0.20.0 / 0.22.0 / 0.28.0 wheels: where the lists change.
+constexpr std::uint64_t kV012 = v(0, 12, 0), kV016 = v(0, 16, 0), kV020 = v(0, 20, 0), kV022 = v(0, 22, 0),
+                        kV026 = v(0, 26, 0), kV028 = v(0, 28, 0), kV032 = v(0, 32, 0);
+
+// FLASH_ATTN (flash_attn.py supports_kv_cache_dtype; fa_utils.py flash_attn_supports_fp8 /
+// flash_attn_supports_kv_cache_dtype). Before 0.12.0 not re-read: the earlier rule (auto, fp8
+// with FlashAttention 3 on 9.x) is kept. 0.12-0.16: any "fp8*" with FA3 on 9.x; 0.20: any
+// quantized type with FA3 on 9.x; 0.22-0.26: fp8 / fp8_e4m3 with FA3 on 9.x; 0.28+: also
+// FlashAttention 4 on 10.x (fp8_e5m2 never).
+Condition vllm_flash_attn_kv() {
+  const std::vector<std::string> half = {"auto", "float16", "bfloat16"};
+  const std::vector<std::string> fp8 = {"fp8", "fp8_e4m3", "fp8_e5m2"};
+  const std::vector<std::string> fp8_e4m3 = {"fp8", "fp8_e4m3"};
+  return kv_types({
+      {{"auto"}, 0, kAnyCc, 0, kV016, ""},
+      {fp8, 90, 99, 0, kV020, "FlashAttention 3"},
+      {{"auto", "bfloat16"}, 0, kAnyCc, kV016, kV020, ""},
+      {half, 0, kAnyCc, kV020, UINT64_MAX, ""},
+      {{"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_per_token_head", "int8_per_token_head"},
+       90,
+       99,
+       kV020,
+       kV022,
+       "FlashAttention 3"},
+      {fp8_e4m3, 90, 99, kV022, UINT64_MAX, "FlashAttention 3"},
+      {fp8_e4m3, 100, 109, kV028, UINT64_MAX, "FlashAttention 4"},
+  });
+}
+
+// FLASHINFER (flashinfer.py supported_kv_cache_dtypes, supports_kv_cache_dtype,
+// _nvfp4_kv_on_fa2): nvfp4 from 0.22.0 on 10.x (the TRT-LLM gen kernels; 0.24.0 raises
+// "--kv-cache-dtype nvfp4 requires sm100f" elsewhere), nvfp4_4over6 from 0.28.0 (10.x), and
+// from 0.32.0 plain nvfp4 on 8.x, 9.x and 12.x through FlashInfer's FA2 path.
+Condition vllm_flashinfer_kv() {
+  const std::vector<std::string> base = {"auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"};
+  return kv_types({
+      {{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV012, kV016, ""},
+      {{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV016, kV020, ""},
+      {base, 0, kAnyCc, kV020, UINT64_MAX, ""},
+      {{"nvfp4"}, 100, 109, kV022, kV028, "TRT-LLM attention kernels"},
+      {{"nvfp4", "nvfp4_4over6"}, 100, 109, kV028, UINT64_MAX, "TRT-LLM attention kernels"},
+      {{"nvfp4"}, 80, 99, kV032, UINT64_MAX, "FlashInfer FA2 path"},
+      {{"nvfp4"}, 120, 129, kV032, UINT64_MAX, "FlashInfer FA2 path"},
+  });
+}
+
+// TRITON_ATTN (triton_attn.py supported_kv_cache_dtypes), every device.
+Condition vllm_triton_attn_kv() {
+  const std::vector<std::string> v020 = {"auto",
+                                         "float16",
+                                         "bfloat16",
+                                         "fp8",
+                                         "fp8_e4m3",
+                                         "fp8_e5m2",
+                                         "int8_per_token_head",
+                                         "fp8_per_token_head"};
+  std::vector<std::string> v028 = v020;
+  v028.push_back("int4_per_token_head");
+  return kv_types({
+      {{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV012, kV016, ""},
+      {{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV016, kV020, ""},
+      {v020, 0, kAnyCc, kV020, kV028, ""},
+      {v028, 0, kAnyCc, kV028, UINT64_MAX, ""},
+  });
+}
+
+// ROCM_ATTN, ROCM_AITER_FA, ROCM_AITER_UNIFIED_ATTN (rocm_attn.py, rocm_aiter_fa.py,
+// rocm_aiter_unified_attn.py supported_kv_cache_dtypes; ROCM_ATTN's list is empty, so takes
+// anything at selection, before 0.20.0): no nvfp4, no per-token-head types.
+Condition vllm_rocm_kv() {
+  return kv_types(
+      {{{"auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV020, UINT64_MAX, ""}});
+}
+
+// FLASHMLA (mla/flashmla.py) and TRITON_MLA (mla/triton_mla.py): fp8_e5m2 in neither.
+Condition vllm_flashmla_kv() {
+  return kv_types({
+      {{"auto", "fp8", "fp8_e4m3"}, 0, kAnyCc, kV012, kV016, ""},
+      {{"auto", "bfloat16", "fp8", "fp8_e4m3"}, 0, kAnyCc, kV016, kV020, ""},
+      {{"auto", "float16", "bfloat16", "fp8", "fp8_e4m3"}, 0, kAnyCc, kV020, UINT64_MAX, ""},
+  });
+}
+Condition vllm_triton_mla_kv() {
+  return kv_types({
+      {{"auto"}, 0, kAnyCc, kV012, kV016, ""},
+      {{"auto", "bfloat16"}, 0, kAnyCc, kV016, kV020, ""},
+      {{"auto", "float16", "bfloat16", "fp8", "fp8_e4m3"}, 0, kAnyCc, kV020, UINT64_MAX, ""},
+  });
+}
+
 std::vector<KernelRule> build_rules() {
   std::vector<KernelRule> rules;
 
@@ -57,7 +161,8 @@ std::vector<KernelRule> build_rules() {
                     {Field::max_seq_len, Test::at_most, {128 * 1024}, {}, ""},
                     {Field::sinks, Test::absent, {}, {}, ""},
                     {Field::block_size, Test::power_of_two, {}, {}, ""},
-                    {Field::padded_layout, Test::absent, {}, {}, ""}},
+                    {Field::padded_layout, Test::absent, {}, {}, ""},
+                    vllm_rocm_kv()},
                    rocm_src});
   // RDNA branch. GQA 3..16 is a speed heuristic from May 2025, not a capability
   // limit (#50603 measured the custom kernel 2-6x faster than the fallback at GQA 1-2).
@@ -80,7 +185,8 @@ std::vector<KernelRule> build_rules() {
                     {Field::kv_cache_dtype, Test::str_one_of, {}, {"auto"}, ""},
                     {Field::sinks, Test::absent, {}, {}, ""},
                     {Field::block_size, Test::power_of_two, {}, {}, ""},
-                    {Field::padded_layout, Test::absent, {}, {}, ""}},
+                    {Field::padded_layout, Test::absent, {}, {}, ""},
+                    vllm_rocm_kv()},
                    rocm_src});
   // Before PR #17004: gfx9 only, max_seq_len <= 32768; RDNA never.
   const std::string rocm_old_src =
@@ -100,7 +206,8 @@ std::vector<KernelRule> build_rules() {
                     {Field::block_size, Test::one_of, {16, 32}, {}, ""},
                     {Field::gqa_ratio, Test::in_range, {1, 16}, {}, ""},
                     {Field::max_seq_len, Test::at_most, {32768}, {}, ""},
-                    {Field::block_size, Test::power_of_two, {}, {}, ""}},
+                    {Field::block_size, Test::power_of_two, {}, {}, ""},
+                    vllm_rocm_kv()},
                    rocm_old_src});
   rules.push_back({"vllm",
                    "rocm_custom_paged_attention",
@@ -147,7 +254,8 @@ std::vector<KernelRule> build_rules() {
                    false,
                    SplitMode::never,
                    {{Field::block_size, Test::multiple_of, {16}, {}, ""},
-                    {Field::head_size, Test::one_of, {32, 64, 80, 96, 128, 160, 192, 224, 256, 512}, {}, ""}},
+                    {Field::head_size, Test::one_of, {32, 64, 80, 96, 128, 160, 192, 224, 256, 512}, {}, ""},
+                    vllm_rocm_kv()},
                    "vllm/v1/attention/ops/chunked_prefill_paged_decode.py kernel_paged_attention_2d; "
                    "vllm/v1/attention/backends/rocm_attn.py get_supported_head_sizes (main, 2026)"});
   // AITER flash attention: only with VLLM_ROCM_USE_AITER=1 (default off), gfx9.
@@ -168,40 +276,44 @@ std::vector<KernelRule> build_rules() {
   // FlashAttention (V1): vllm/v1/attention/backends/flash_attn.py: head_size % 8 == 0
   // and <= 256, compute capability >= 8.0, block_size a multiple of 16 (gates.md).
   // Decode splits the KV (flash_attn num_splits / FA3 scheduler metadata).
-  rules.push_back({"vllm",
-                   "flash_attn",
-                   "FlashAttention (flash_attn_varlen_func, paged KV)",
-                   "FLASH_ATTN",
-                   kCuda,
-                   kVllmV1Default,
-                   UINT64_MAX,
-                   false,
-                   SplitMode::always,
-                   {{Field::compute_capability, Test::at_least, {80}, {}, ""},
-                    {Field::head_size, Test::multiple_of, {8}, {}, ""},
-                    {Field::head_size, Test::at_most, {256}, {}, ""},
-                    {Field::block_size, Test::multiple_of, {16}, {}, ""},
-                    {Field::q_dtype, Test::str_one_of, {}, {"fp16", "bf16"}, ""},
-                    // supports_kv_cache_dtype: fp8 only when flash_attn_supports_fp8() (FA3,
-                    // Hopper), otherwise "auto".
-                    {Field::kv_cache_dtype, Test::fa_kv_dtype, {}, {}, ""}},
-                   "vllm/v1/attention/backends/flash_attn.py supports_head_size / supports_kv_cache_dtype "
-                   "(mid-2025 .. main; gates.md)"});
+  rules.push_back(
+      {"vllm",
+       "flash_attn",
+       "FlashAttention (flash_attn_varlen_func, paged KV)",
+       "FLASH_ATTN",
+       kCuda,
+       kVllmV1Default,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::compute_capability, Test::at_least, {80}, {}, ""},
+        {Field::head_size, Test::multiple_of, {8}, {}, ""},
+        {Field::head_size, Test::at_most, {256}, {}, ""},
+        {Field::block_size, Test::multiple_of, {16}, {}, ""},
+        {Field::q_dtype, Test::str_one_of, {}, {"fp16", "bf16"}, ""},
+        vllm_flash_attn_kv()},
+       "vllm/v1/attention/backends/flash_attn.py supports_head_size / supports_kv_cache_dtype, "
+       "fa_utils.py flash_attn_supports_kv_cache_dtype (KV types read in 0.12.0 .. 0.33.0; gates.md)"});
   // FlashInfer: head sizes 64/128/256, block sizes 16/32/64 (gates.md); decode
-  // splits the KV (BatchDecodeWithPagedKVCache partition-kv).
-  rules.push_back({"vllm",
-                   "flashinfer",
-                   "FlashInfer (BatchDecodeWithPagedKVCache)",
-                   "FLASHINFER",
-                   kCuda,
-                   kVllmV1Default,
-                   UINT64_MAX,
-                   false,
-                   SplitMode::always,
-                   {{Field::compute_capability, Test::at_least, {75}, {}, ""},
-                    {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
-                    {Field::block_size, Test::one_of, {16, 32, 64}, {}, ""}},
-                   "vllm/v1/attention/backends/flashinfer.py (mid-2025 .. main; gates.md)"});
+  // splits the KV (BatchDecodeWithPagedKVCache partition-kv). supports_compute_capability:
+  // 7.5 .. 12.1, raised to 8.0 .. 12.1 by 0.26.0 (FlashInfer broken on SM75, its issue 3620).
+  for (const bool sm80_floor : {false, true}) {
+    rules.push_back({"vllm",
+                     "flashinfer",
+                     "FlashInfer (BatchDecodeWithPagedKVCache)",
+                     "FLASHINFER",
+                     kCuda,
+                     sm80_floor ? kV026 : kVllmV1Default,
+                     sm80_floor ? UINT64_MAX : kV026,
+                     false,
+                     SplitMode::always,
+                     {{Field::compute_capability, Test::in_range, {sm80_floor ? 80 : 75, 121}, {}, ""},
+                      {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
+                      {Field::block_size, Test::one_of, {16, 32, 64}, {}, ""},
+                      vllm_flashinfer_kv()},
+                     "vllm/v1/attention/backends/flashinfer.py supports_compute_capability / "
+                     "supports_kv_cache_dtype (KV types read in 0.12.0 .. 0.33.0; gates.md)"});
+  }
   // ------------------------------------------------ vLLM, Triton unified (both)
   // TRITON_ATTN backend: vllm/v1/attention/backends/triton_attn.py: 3D split-KV
   // kernel for pure decode when num_seqs <= seq_threshold_3D = MIN_LAUNCH_GRID_SIZE_2D
@@ -216,8 +328,9 @@ std::vector<KernelRule> build_rules() {
        UINT64_MAX,
        false,
        SplitMode::triton_3d,
-       {{Field::block_size, Test::multiple_of, {16}, {}, ""}},
-       "vllm/v1/attention/backends/triton_attn.py + ops/triton_unified_attention.py (main, 2026; #48076)"});
+       {{Field::block_size, Test::multiple_of, {16}, {}, ""}, vllm_triton_attn_kv()},
+       "vllm/v1/attention/backends/triton_attn.py + ops/triton_unified_attention.py (main, 2026; #48076; KV "
+       "types read in 0.12.0 .. 0.33.0)"});
 
   // V0 (< 0.8.0): FLASH_ATTN for CC >= 8.0 and its head sizes, else XFORMERS with
   // the CUDA paged_attention v1/v2 kernels for decode.
@@ -266,20 +379,24 @@ std::vector<KernelRule> build_rules() {
                    UINT64_MAX,
                    true,
                    SplitMode::always,
-                   {{Field::compute_capability, Test::at_least, {90}, {}, ""},
-                    {Field::block_size, Test::one_of, {64}, {}, ""}},
-                   "vllm/v1/attention/backends/mla/flashmla.py (main, 2026)"});
-  rules.push_back({"vllm",
-                   "triton_mla",
-                   "Triton MLA (decode_attention, num_kv_splits)",
-                   "TRITON_MLA",
-                   kAll,
-                   0,
-                   UINT64_MAX,
-                   true,
-                   SplitMode::always,
-                   {},
-                   "vllm/v1/attention/backends/mla/triton_mla.py (main, 2026)"});
+                   // supports_compute_capability: capability.major in [9, 10] (0.12.0 .. 0.33.0).
+                   {{Field::compute_capability, Test::in_range, {90, 109}, {}, ""},
+                    {Field::block_size, Test::one_of, {64}, {}, ""},
+                    vllm_flashmla_kv()},
+                   "vllm/v1/attention/backends/mla/flashmla.py supports_compute_capability / "
+                   "supported_kv_cache_dtypes (0.12.0 .. 0.33.0)"});
+  rules.push_back(
+      {"vllm",
+       "triton_mla",
+       "Triton MLA (decode_attention, num_kv_splits)",
+       "TRITON_MLA",
+       kAll,
+       0,
+       UINT64_MAX,
+       true,
+       SplitMode::always,
+       {vllm_triton_mla_kv()},
+       "vllm/v1/attention/backends/mla/triton_mla.py supported_kv_cache_dtypes (0.12.0 .. 0.33.0)"});
 
   // ---------------------------------------------------------------- llama.cpp
   // ggml/src/ggml-cuda/fattn.cu ggml_cuda_get_best_fattn_kernel (ggml-org/llama.cpp
@@ -331,20 +448,31 @@ std::vector<KernelRule> build_rules() {
        false,
        SplitMode::always,
        {{Field::compute_capability, Test::in_range, {90, 99}, {}, ""},
-        {Field::head_size, Test::at_most, {256}, {}, ""}},
-       "python/sglang/srt/server_args.py, layers/attention/flashattention_backend.py (2025-2026)"});
-  rules.push_back({"sglang",
-                   "sglang_flashinfer",
-                   "SGLang flashinfer backend",
-                   "flashinfer",
-                   kCuda,
-                   0,
-                   UINT64_MAX,
-                   false,
-                   SplitMode::always,
-                   {{Field::compute_capability, Test::at_least, {75}, {}, ""},
-                    {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""}},
-                   "python/sglang/srt/server_args.py, layers/attention/flashinfer_backend.py (2025-2026)"});
+        {Field::head_size, Test::at_most, {256}, {}, ""},
+        // server_args.py _handle_attention_backend_compatibility (0.5.5): fa3 with fp8_e5m2
+        // logs "FlashAttention3 only supports fp8_e4m3 if using FP8" and switches to triton.
+        kv_types({{{"auto", "bf16", "bfloat16", "fp8_e4m3", "fp4_e2m1"}, 0, kAnyCc, 0, UINT64_MAX, ""}})},
+       "python/sglang/srt/server_args.py, layers/attention/flashattention_backend.py (2025-2026; KV types "
+       "0.5.5)"});
+  rules.push_back(
+      {"sglang",
+       "sglang_flashinfer",
+       "SGLang flashinfer backend",
+       "flashinfer",
+       kCuda,
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::compute_capability, Test::at_least, {75}, {}, ""},
+        {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
+        // On Hopper fa3 is the default; its fp8_e5m2 fallback is triton, not
+        // flashinfer (server_args.py 0.5.5), so e5m2 is not taken here on 9.x.
+        kv_types({{{"auto", "bf16", "bfloat16", "fp8_e4m3", "fp4_e2m1"}, 0, kAnyCc, 0, UINT64_MAX, ""},
+                  {{"fp8_e5m2"}, 0, 89, 0, UINT64_MAX, "not Hopper"},
+                  {{"fp8_e5m2"}, 100, kAnyCc, 0, UINT64_MAX, "not Hopper"}})},
+       "python/sglang/srt/server_args.py, layers/attention/flashinfer_backend.py (2025-2026; KV "
+       "types 0.5.5)"});
   rules.push_back(
       {"sglang",
        "sglang_aiter",
@@ -370,21 +498,32 @@ std::vector<KernelRule> build_rules() {
                    "python/sglang/srt/layers/attention/triton_ops/decode_attention.py (2025-2026)"});
 
   // ---------------------------------------------------------------- TensorRT-LLM
+
+  // TensorRT-LLM KV cache types (kvsight: auto, fp8, int8, nvfp4): the docs' hardware
+  // support matrix (docs/source/features/quantization.md) marks the FP8 KV cache supported
+  // on Ampere, Ada, Hopper and Blackwell (no SM89 floor) and NVFP4 only on Blackwell; an
+  // NVFP4 KV cache is admitted from compute capability 10.0 (gates.md; the enforcing code
+  // path was not found in the sources read).
+  const Condition trtllm_kv = kv_types({{{"auto", "fp8", "int8"}, 0, kAnyCc, 0, UINT64_MAX, ""},
+                                        {{"nvfp4"}, 100, kAnyCc, 0, UINT64_MAX, "Blackwell FP4"}});
   // At the level its public docs support: XQA for GQA/MQA decode, else masked
   // multi-head attention with multi-block mode on (splits long contexts).
-  rules.push_back({"trtllm",
-                   "trtllm_xqa",
-                   "TensorRT-LLM XQA decode kernel",
-                   "xqa",
-                   kCuda,
-                   0,
-                   UINT64_MAX,
-                   false,
-                   SplitMode::always,
-                   {{Field::compute_capability, Test::at_least, {80}, {}, ""},
-                    {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
-                    {Field::gqa_ratio, Test::at_least, {2}, {}, ""}},
-                   "cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/ (XQA), docs gpt-attention.md"});
+  rules.push_back(
+      {"trtllm",
+       "trtllm_xqa",
+       "TensorRT-LLM XQA decode kernel",
+       "xqa",
+       kCuda,
+       0,
+       UINT64_MAX,
+       false,
+       SplitMode::always,
+       {{Field::compute_capability, Test::at_least, {80}, {}, ""},
+        {Field::head_size, Test::one_of, {64, 128, 256}, {}, ""},
+        {Field::gqa_ratio, Test::at_least, {2}, {}, ""},
+        trtllm_kv},
+       "cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/ (XQA), docs gpt-attention.md; KV "
+       "types docs features/quantization.md"});
   rules.push_back({"trtllm",
                    "trtllm_mmha",
                    "TensorRT-LLM masked multi-head attention (multi-block mode)",
@@ -394,9 +533,9 @@ std::vector<KernelRule> build_rules() {
                    UINT64_MAX,
                    false,
                    SplitMode::always,
-                   {},
+                   {trtllm_kv},
                    "cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/, docs gpt-attention.md "
-                   "(multi_block_mode)"});
+                   "(multi_block_mode); KV types docs features/quantization.md"});
   return rules;
 }
 

@@ -36,7 +36,19 @@ enum class Test {
   str_one_of,        // strings
   never,             // always fails with `label`
   equals_head_size,  // head_size_v == head_size
-  fa_kv_dtype,       // vLLM FlashAttention: "auto", or fp8 with FA3 (compute capability 9.x)
+  kv_types,          // kv_cache_dtype listed by an entry of Condition::kv_types for this device and version
+};
+
+// KV cache types a backend accepts on a range of devices and engine versions
+// (docs/reference/gates.md "KV cache types per attention backend"). An engine version
+// no entry covers was not read: the condition then holds.
+struct KvTypeEntry {
+  std::vector<std::string> types;
+  std::int64_t min_cc = 0;                 // inclusive, 10 x major + minor; 0 also admits AMD
+  std::int64_t max_cc = INT64_MAX;         // inclusive
+  std::uint64_t min_version = 0;           // inclusive, parse_engine_version form
+  std::uint64_t max_version = UINT64_MAX;  // exclusive
+  std::string why;                         // what the device range stands for ("FlashAttention 3 on 9.x")
 };
 
 struct Condition {
@@ -44,7 +56,8 @@ struct Condition {
   Test test;
   std::vector<std::int64_t> numbers;
   std::vector<std::string> strings;
-  std::string label;  // optional wording for the failure message
+  std::string label;                       // optional wording for the failure message
+  std::vector<KvTypeEntry> kv_types = {};  // Test::kv_types only
 };
 
 // How the kernel treats the context at decode.
