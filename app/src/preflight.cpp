@@ -294,7 +294,7 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   probe_options.stream_reference = false;
   probe_options.stopping = stopping_rule(backend, request.full);
   out.contexts = probe_contexts(request.full,
-                                facts.max_model_len > 0 ? facts.max_model_len : derived_max_model_len(model));
+                                facts.max_model_len > 0 ? facts.max_model_len : decision.length.tokens);
   bool probeable = !gates.primary.selected.empty();
   try {
     probes::AttentionShape check = out.shape;
