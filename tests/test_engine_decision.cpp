@@ -206,12 +206,17 @@ TEST(EngineDecision, NoEngineNameBranchOutsideTheEngines) {
 }
 
 // "fit over every GPU kind of the catalog returns no row that gates refuses."
-TEST(EngineDecision, FitAcceptsNothingTheGatesRefuse) {
+app::FitRequest llama_fit(std::uint64_t concurrency, std::uint64_t context, const std::string& gpus) {
   app::FitRequest request;
   request.model = "llama-3.1-8b";
-  request.concurrency = 4;
-  request.context = 8192;
-  request.gpus = "all";
+  request.concurrency = concurrency;
+  request.context = context;
+  request.gpus = gpus;
+  return request;
+}
+
+TEST(EngineDecision, FitAcceptsNothingTheGatesRefuse) {
+  app::FitRequest request = llama_fit(4, 8192, "all");
   request.max_gpus = 2;
   const app::FitOutcome outcome = app::run_fit(request);
   ASSERT_FALSE(outcome.accepted.empty());
@@ -233,11 +238,7 @@ TEST(EngineDecision, FitAcceptsNothingTheGatesRefuse) {
 // backend"), so every nvfp4 candidate there is rejected with the engine's refusal, and
 // plan refuses it too (exit 1).
 TEST(EngineDecision, NoNvfp4CacheOnAmd) {
-  app::FitRequest request;
-  request.model = "llama-3.1-8b";
-  request.concurrency = 64;
-  request.context = 32768;
-  request.gpus = "mi300x,mi325x";
+  app::FitRequest request = llama_fit(64, 32768, "mi300x,mi325x");
   request.kv_cache_dtypes = {"all"};
   const app::FitOutcome outcome = app::run_fit(request);
   ASSERT_FALSE(outcome.accepted.empty());

@@ -49,6 +49,14 @@ app::FitRequest llama_request(std::vector<std::string> dtypes = {"auto", "fp8", 
   return request;
 }
 
+// The KV cache types of every candidate, accepted and rejected, in order.
+std::vector<std::string> searched_kv_types(const app::FitOutcome& outcome) {
+  std::vector<std::string> searched;
+  for (const auto* list : {&outcome.accepted, &outcome.rejected})
+    for (const auto& c : *list) searched.push_back(c.kv_cache_dtype);
+  return searched;
+}
+
 std::uint64_t layer_token_bytes(const std::string& dtype) {
   if (dtype == "fp8") return kLayerTokenFp8;
   if (dtype == "nvfp4") return kLayerTokenNvfp4;
@@ -231,9 +239,7 @@ TEST(Fit, KvTypesWithTheSameFootprintAreSearchedOnce) {
   request.gpus = "h200";
   request.max_gpus = 1;
   const app::FitOutcome outcome = app::run_fit(request);
-  std::vector<std::string> searched;
-  for (const auto* list : {&outcome.accepted, &outcome.rejected})
-    for (const auto& c : *list) searched.push_back(c.kv_cache_dtype);
+  std::vector<std::string> searched = searched_kv_types(outcome);
   std::sort(searched.begin(), searched.end());
   EXPECT_EQ(searched, (std::vector<std::string>{"auto", "fp8", "fp8_per_token_head", "nvfp4"}));
   ASSERT_EQ(outcome.refused_options.size(), 1u);
@@ -249,9 +255,7 @@ TEST(Fit, TheDefaultSearchKeepsTheModelsPrecision) {
   request.gpus = "h200";
   request.max_gpus = 1;
   const app::FitOutcome outcome = app::run_fit(request);
-  std::vector<std::string> searched;
-  for (const auto* list : {&outcome.accepted, &outcome.rejected})
-    for (const auto& c : *list) searched.push_back(c.kv_cache_dtype);
+  std::vector<std::string> searched = searched_kv_types(outcome);
   EXPECT_EQ(searched, (std::vector<std::string>{"auto"}));
   std::vector<std::string> lossy = outcome.lossy_kv_cache_dtypes;
   std::sort(lossy.begin(), lossy.end());
