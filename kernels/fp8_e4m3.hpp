@@ -31,20 +31,20 @@ KVS_FP8_HOST_DEVICE inline float fp8_bits_to_float(std::uint32_t bits) {
 }
 
 KVS_FP8_HOST_DEVICE inline float fp8_e4m3_to_float(std::uint32_t byte) {
-  const std::uint32_t sign = (byte & 0x80u) << 24;
   const std::uint32_t magnitude = byte & 0x7fu;                   // eeee.mmm
   if (magnitude == 0x7fu) return fp8_bits_to_float(0x7fc00000u);  // NaN (its sign carries no meaning)
-  if (magnitude >= 0x08u) {
-    // Normal: 2^(e - 7) x 1.mmm. Shifted by 20 the exponent lands in fp32's
-    // exponent field and the 3 mantissa bits at its top; adding 120 = 127 - 7
-    // rebiases the exponent.
-    return fp8_bits_to_float(sign | ((magnitude << 20) + (120u << 23)));
-  }
-  // Subnormal and zero: 2^(1 - 7) x m / 8 = m x 2^-9, m = 0..7. The product of a
-  // 3-bit integer and a power of two is exact, and at >= 2^-9 a normal fp32, so
-  // no flush-to-zero mode touches it.
-  const float subnormal = static_cast<float>(magnitude) * 0x1p-9f;
-  return sign != 0 ? -subnormal : subnormal;
+  // Normal: 2^(e - 7) x 1.mmm. Shifted by 20 the exponent lands in fp32's
+  // exponent field and the 3 mantissa bits at its top; adding 120 = 127 - 7
+  // rebiases the exponent.
+  // Subnormal and zero (e = 0): 2^(1 - 7) x m / 8 = m x 2^-9. Decoded as if e
+  // were 1, 2^-6 x 1.mmm = 2^-6 + m x 2^-9, less 2^-6: exact (Sterbenz), every
+  // operand a normal fp32 (no flush-to-zero mode touches it), and only integer
+  // logic, a select and an add: no int -> float conversion per element (an I2FP
+  // in the SASS of the first version, docs/reference/kernels.md "fp8 E4M3 K/V").
+  const bool subnormal = magnitude < 0x08u;
+  const float as_normal = fp8_bits_to_float(((magnitude | (subnormal ? 0x08u : 0u)) << 20) + (120u << 23));
+  const float value = subnormal ? as_normal - 0x1p-6f : as_normal;
+  return (byte & 0x80u) != 0 ? -value : value;
 }
 
 }  // namespace kvsight::kernels
