@@ -71,6 +71,11 @@ void add_shape_options(CLI::App& command, ProbeFlags& flags) {
       ->default_val(32);
   command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->default_val(1);
   command.add_option("--dtype", flags.shape.dtype, "q and KV dtype: bf16, fp16")->default_val("bf16");
+  command
+      .add_option("--kv-dtype", flags.shape.kv_dtype,
+                  "K/V cache dtype: auto (the --dtype), fp8_e4m3 (fp8 E4M3 bytes with per-tensor k/v "
+                  "scales, dequantized in the kernel; q stays in --dtype)")
+      ->default_val("auto");
 }
 
 void add_run_options(CLI::App& command, ProbeFlags& flags) {
@@ -112,7 +117,7 @@ std::string point_status(bool correct) { return correct ? "passed" : "FAILED"; }
 std::string shape_text(const kp::AttentionShape& s) {
   return "head_dim " + std::to_string(s.head_dim) + ", block " + std::to_string(s.block_size) + ", " +
          std::to_string(s.kv_heads) + " KV / " + std::to_string(s.q_heads) + " Q heads, batch " +
-         std::to_string(s.batch) + ", " + s.dtype;
+         std::to_string(s.batch) + ", " + s.dtype + (s.kv_dtype == "auto" ? "" : ", K/V " + s.kv_dtype);
 }
 
 void run_info(CliState& state) {

@@ -85,3 +85,20 @@
     default:                                                                  \
       throw std::invalid_argument("dtype not compiled; allowed: fp16, bf16"); \
   }
+
+// K/V storage: the q type (TYPE) or fp8 E4M3 bytes (kvs_fp8_e4m3, portability.cuh).
+#define KVS_DISPATCH_KV_TYPE(value, TYPE, KV_TYPE, ...)                                   \
+  switch (value) {                                                                        \
+    case ::kvsight::kernels::KvType::same_as_q: {                                         \
+      using KV_TYPE = TYPE;                                                               \
+      __VA_ARGS__;                                                                        \
+      break;                                                                              \
+    }                                                                                     \
+    case ::kvsight::kernels::KvType::fp8_e4m3: {                                          \
+      using KV_TYPE = kvs_fp8_e4m3;                                                       \
+      __VA_ARGS__;                                                                        \
+      break;                                                                              \
+    }                                                                                     \
+    default:                                                                              \
+      throw std::invalid_argument("K/V type not compiled; allowed: same as q, fp8_e4m3"); \
+  }

@@ -27,7 +27,12 @@
 //    on CUDA, registers on HIP (KVS_KV_STAGES, portability.cuh);
 //  - the GQA group is a template parameter (1, 2, 4, 8, 16) so accumulators and
 //    shared memory are sized to the group;
-//  - block size 16 is compiled; any other runs with a FastDivider.
+//  - block size 16 is compiled; any other runs with a FastDivider;
+//  - K/V are the q type T or fp8 E4M3 bytes (KV = kvs_fp8_e4m3, vLLM's fp8 KV
+//    cache), decoded after the copy (kernels/fp8_e4m3.hpp); the copies stay 16
+//    bytes wide, 16 fp8 elements each, so an hd128 fp8 row is 8 copies, half
+//    the 16-bit count; k_scale is folded into the score scale and v_scale into
+//    the output (FlashInfer's decode wrapper does the same, paged_decode_params.hpp).
 //
 // Layout: K and V [num_blocks, block_size, num_kv_heads, head_dim], block tables
 // [num_seqs, max_blocks_per_seq]; q [num_seqs, q_heads, head_dim]; accumulation
@@ -40,17 +45,22 @@
 namespace kvsight::kernels {
 inline namespace KVS_RUNTIME_NAMESPACE {
 
-// Rows of a K/V stage are padded by 8 elements (16 bytes): every row stays
-// 16-byte aligned for cp.async and uint4 reads, and the row stride is
-// HEAD_DIM / 2 + 4 words, 4 more than a multiple of 32 at head_dim 64, 128 and
-// 256, so the 8 threads of a 16-byte shared-read phase that read the same column of
-// 8 consecutive rows hit 8 different 4-bank groups.
-constexpr int kRowPad = 8;
+// Rows of a K/V stage are padded by 16 bytes (8 16-bit or 16 fp8 elements):
+// every row stays 16-byte aligned for cp.async and uint4 reads, and the row
+// stride is HEAD_DIM x bytes / 4 + 4 words: 4 more than a multiple of 32 for
+// 16-bit rows at head_dim 64, 128 and 256 and for fp8 rows at 128 and 256 (fp8
+// hd64: 20 words, which still puts 8 consecutive rows on 8 different 4-bank
+// groups: 0, 20, 8, 28, 16, 4, 24, 12 mod 32), so the 8 threads of a 16-byte
+// shared-read phase that read the same column of 8 consecutive rows hit 8
+// different 4-bank groups.
+constexpr int kRowPadBytes = 16;
 
-template <int HEAD_DIM, int GROUP>
+// Storage: the K/V element's unsigned integer (Element<KV>::Storage).
+template <typename Storage, int HEAD_DIM, int GROUP>
 struct DecodeShared {
-  unsigned short k[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
-  unsigned short v[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
+  static constexpr int kRowPad = kRowPadBytes / static_cast<int>(sizeof(Storage));
+  Storage k[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
+  Storage v[KVS_KV_STAGES][kTileTokens][HEAD_DIM + kRowPad];
   float q[GROUP * HEAD_DIM];
   // Element offset of each row of a tile in the K/V cache, for two tiles: the one
   // being copied and the next one (written one tile ahead).
@@ -70,20 +80,24 @@ constexpr int accumulators_per_thread() {
 static_assert(kTileTokens <= 32, "a tile must fit the smallest wave (32 lanes)");
 static_assert(kTileTokens <= kThreadsPerProgram, "one thread per tile row computes the row offsets");
 
-template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+// T: the q type; KV: the K/V element type (T, or kvs_fp8_e4m3).
+template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 struct TileWalker {
   static_assert(kTileTokens <= KVS_WAVE_SIZE, "a tile must fit the wave");
-  static constexpr int kChunksPerRow = HEAD_DIM / 8;  // 16-byte chunks of one K or V row
+  using KvStorage = typename Element<KV>::Storage;
+  static constexpr int kPerWord = 4 / static_cast<int>(sizeof(KvStorage));  // elements per 32-bit word
+  static constexpr int kPerChunk = 4 * kPerWord;                            // elements per 16-byte copy
+  static constexpr int kChunksPerRow = HEAD_DIM / kPerChunk;  // 16-byte chunks of one K or V row
   static constexpr int kCopiesPerThread = kTileTokens * kChunksPerRow / kThreadsPerProgram;  // per matrix
   static_assert(kTileTokens * kChunksPerRow % kThreadsPerProgram == 0, "whole copies per thread");
   static constexpr int kAcc = accumulators_per_thread<HEAD_DIM, GROUP>();
 
   const PagedDecodeParams& p;
   const FastDivider block_divider;
-  DecodeShared<HEAD_DIM, GROUP>& s;
+  DecodeShared<KvStorage, HEAD_DIM, GROUP>& s;
   const int* block_table;
-  const unsigned short* k_cache;
-  const unsigned short* v_cache;
+  const KvStorage* k_cache;
+  const KvStorage* v_cache;
   int kv_head;
   // HIP: the next tile, held in registers while the current one is consumed.
   uint4 k_next[KVS_KV_STAGES == 1 ? kCopiesPerThread : 1];
@@ -114,7 +128,7 @@ struct TileWalker {
     for (int j = 0; j < kCopiesPerThread; ++j) {
       const int chunk = threadIdx.x + j * kThreadsPerProgram;
       const int row = chunk / kChunksPerRow;
-      const int column = (chunk % kChunksPerRow) * 8;
+      const int column = (chunk % kChunksPerRow) * kPerChunk;
       if (row < count) {
         const long long offset = s.row_offset[slot][row] + column;
         if constexpr (KVS_KV_STAGES > 1) {
@@ -135,7 +149,7 @@ struct TileWalker {
       for (int j = 0; j < kCopiesPerThread; ++j) {
         const int chunk = threadIdx.x + j * kThreadsPerProgram;
         const int row = chunk / kChunksPerRow;
-        const int column = (chunk % kChunksPerRow) * 8;
+        const int column = (chunk % kChunksPerRow) * kPerChunk;
         if (row < count) {
           *reinterpret_cast<uint4*>(&s.k[0][row][column]) = k_next[j];
           *reinterpret_cast<uint4*>(&s.v[0][row][column]) = v_next[j];
@@ -158,6 +172,8 @@ struct TileWalker {
         (static_cast<long long>(seq) * q_heads + static_cast<long long>(kv_head) * group) * HEAD_DIM;
     for (int e = threadIdx.x; e < group * HEAD_DIM; e += kThreadsPerProgram)
       s.q[e] = Element<T>::to_float(q[e]);
+    // The softmax scale times K's dequantization scale (1 unless fp8).
+    const float score_scale = p.scale * p.k_scale;
     for (int g = threadIdx.x; g < group; g += kThreadsPerProgram) {
       s.running_max[g] = -INFINITY;
       s.running_sum[g] = 0.0f;
@@ -200,18 +216,19 @@ struct TileWalker {
           const float* q_row = s.q + g * HEAD_DIM;
           float dot = 0.0f;
 #pragma unroll 4
-          for (int w = 0; w < HEAD_DIM / 8; ++w) {
-            const uint4 eight = k_row[w];
-            const unsigned int words[4] = {eight.x, eight.y, eight.z, eight.w};
+          for (int w = 0; w < kChunksPerRow; ++w) {
+            const uint4 chunk = k_row[w];
+            const unsigned int words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
 #pragma unroll
             for (int h = 0; h < 4; ++h) {
-              dot += q_row[8 * w + 2 * h] *
-                     Element<T>::to_float(static_cast<unsigned short>(words[h] & 0xffffu));
-              dot += q_row[8 * w + 2 * h + 1] *
-                     Element<T>::to_float(static_cast<unsigned short>(words[h] >> 16));
+#pragma unroll
+              for (int i = 0; i < kPerWord; ++i) {
+                dot += q_row[kPerChunk * w + kPerWord * h + i] *
+                       Element<KV>::to_float(element_of_word<KV>(words[h], i));
+              }
             }
           }
-          score = dot * p.scale;
+          score = dot * score_scale;
         }
         s.scores[g][t] = score;
       }
@@ -238,7 +255,7 @@ struct TileWalker {
           const int g = e / HEAD_DIM;
           const int d = e % HEAD_DIM;
           float value = acc[i] * s.rescale[g];
-          for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<T>::to_float(s.v[stage][t][d]);
+          for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
           acc[i] = value;
         }
       }
@@ -253,20 +270,20 @@ struct TileWalker {
   }
 };
 
-template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 __global__ void __launch_bounds__(kThreadsPerProgram)
     paged_decode_nosplit(PagedDecodeParams p, FastDivider block_divider) {
+  using Walker = TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& shared = *reinterpret_cast<DecodeShared<HEAD_DIM, GROUP>*>(shared_bytes);
-  using Walker = TileWalker<T, HEAD_DIM, GROUP, BLOCK_SIZE>;
+  auto& shared = *reinterpret_cast<DecodeShared<typename Walker::KvStorage, HEAD_DIM, GROUP>*>(shared_bytes);
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
   Walker walker{p,
                 block_divider,
                 shared,
                 p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
-                static_cast<const unsigned short*>(p.k_cache),
-                static_cast<const unsigned short*>(p.v_cache),
+                static_cast<const typename Walker::KvStorage*>(p.k_cache),
+                static_cast<const typename Walker::KvStorage*>(p.v_cache),
                 kv_head,
                 {},
                 {}};
@@ -281,17 +298,17 @@ __global__ void __launch_bounds__(kThreadsPerProgram)
     const int e = threadIdx.x + i * kThreadsPerProgram;
     if (e < group * HEAD_DIM) {
       const float sum = shared.running_sum[e / HEAD_DIM];
-      out[e] = sum > 0.0f ? acc[i] / sum : 0.0f;  // seq_len 0: zeros, not 0 / 0
+      out[e] = sum > 0.0f ? acc[i] * p.v_scale / sum : 0.0f;  // seq_len 0: zeros, not 0 / 0
     }
   }
 }
 
-template <typename T, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 __global__ void __launch_bounds__(kThreadsPerProgram)
     paged_decode_splitkv(PagedDecodeParams p, FastDivider block_divider) {
+  using Walker = TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& shared = *reinterpret_cast<DecodeShared<HEAD_DIM, GROUP>*>(shared_bytes);
-  using Walker = TileWalker<T, HEAD_DIM, GROUP, BLOCK_SIZE>;
+  auto& shared = *reinterpret_cast<DecodeShared<typename Walker::KvStorage, HEAD_DIM, GROUP>*>(shared_bytes);
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
@@ -302,8 +319,8 @@ __global__ void __launch_bounds__(kThreadsPerProgram)
                 block_divider,
                 shared,
                 p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
-                static_cast<const unsigned short*>(p.k_cache),
-                static_cast<const unsigned short*>(p.v_cache),
+                static_cast<const typename Walker::KvStorage*>(p.k_cache),
+                static_cast<const typename Walker::KvStorage*>(p.v_cache),
                 kv_head,
                 {},
                 {}};
@@ -318,7 +335,8 @@ __global__ void __launch_bounds__(kThreadsPerProgram)
     const int e = threadIdx.x + i * kThreadsPerProgram;
     if (e < group * HEAD_DIM) {
       const long long head = first_head + e / HEAD_DIM;
-      p.partial_out[(head * p.num_splits + split) * HEAD_DIM + e % HEAD_DIM] = acc[i];
+      // times v_scale (1 unless fp8): the reduce is linear in the partials.
+      p.partial_out[(head * p.num_splits + split) * HEAD_DIM + e % HEAD_DIM] = acc[i] * p.v_scale;
     }
   }
   for (int g = threadIdx.x; g < group; g += kThreadsPerProgram) {
@@ -429,9 +447,9 @@ inline void check_launch(const PagedDecodeParams& p, bool split) {
          " tokens (or passes 2^31 - 1)");
 }
 
-template <int HEAD_DIM, int GROUP>
+template <typename KV, int HEAD_DIM, int GROUP>
 constexpr std::size_t decode_shared_bytes() {
-  return sizeof(DecodeShared<HEAD_DIM, GROUP>);
+  return sizeof(DecodeShared<typename Element<KV>::Storage, HEAD_DIM, GROUP>);
 }
 
 // Raises a kernel's dynamic shared-memory limit once (CUDA needs it above 48 KiB).
@@ -447,17 +465,18 @@ inline void allow_shared(Kernel kernel, std::size_t bytes) {
   }
 }
 
-template <typename T, int HD, int GROUP, int BS, bool SPLIT>
+template <typename T, typename KV, int HD, int GROUP, int BS, bool SPLIT>
 struct DecodeInstance {
+  static constexpr std::size_t kShared = decode_shared_bytes<KV, HD, GROUP>();
   static auto kernel() {
     if constexpr (SPLIT) {
-      return &paged_decode_splitkv<T, HD, GROUP, BS>;
+      return &paged_decode_splitkv<T, KV, HD, GROUP, BS>;
     } else {
-      return &paged_decode_nosplit<T, HD, GROUP, BS>;
+      return &paged_decode_nosplit<T, KV, HD, GROUP, BS>;
     }
   }
   static void prepare() {
-    static const bool done = (allow_shared(kernel(), decode_shared_bytes<HD, GROUP>()), true);
+    static const bool done = (allow_shared(kernel(), kShared), true);
     (void)done;
   }
   static void launch(const PagedDecodeParams& p, cudaStream_t stream) {
@@ -466,18 +485,16 @@ struct DecodeInstance {
                     SPLIT ? static_cast<unsigned>(p.num_splits) : 1u);
     const FastDivider divider(static_cast<std::uint32_t>(p.block_size));
     if constexpr (SPLIT) {
-      paged_decode_splitkv<T, HD, GROUP, BS>
-          <<<grid, kThreadsPerProgram, decode_shared_bytes<HD, GROUP>(), stream>>>(p, divider);
+      paged_decode_splitkv<T, KV, HD, GROUP, BS><<<grid, kThreadsPerProgram, kShared, stream>>>(p, divider);
     } else {
-      paged_decode_nosplit<T, HD, GROUP, BS>
-          <<<grid, kThreadsPerProgram, decode_shared_bytes<HD, GROUP>(), stream>>>(p, divider);
+      paged_decode_nosplit<T, KV, HD, GROUP, BS><<<grid, kThreadsPerProgram, kShared, stream>>>(p, divider);
     }
   }
   static int ctas_per_multiprocessor() {
     prepare();
     int ctas = 0;
-    const cudaError_t error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &ctas, kernel(), kThreadsPerProgram, decode_shared_bytes<HD, GROUP>());
+    const cudaError_t error =
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, kernel(), kThreadsPerProgram, kShared);
     if (error != cudaSuccess) {
       (void)cudaGetLastError();
       throw std::runtime_error(std::string("occupancy query failed: ") + cudaGetErrorString(error));
@@ -486,23 +503,27 @@ struct DecodeInstance {
   }
 };
 
-#define KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, ...)               \
-  KVS_DISPATCH_DTYPE(                                               \
-      (p).dtype, T,                                                 \
-      KVS_DISPATCH_HEAD_DIM((p).head_dim, HD,                       \
-                            KVS_DISPATCH_GROUP((p).q_per_kv, GROUP, \
-                                               KVS_DISPATCH_BLOCK_SIZE((p).block_size, BS, __VA_ARGS__))))
+#define KVS_DISPATCH_DECODE(p, T, KV, HD, GROUP, BS, ...)            \
+  KVS_DISPATCH_DTYPE((p).dtype, T,                                   \
+                     KVS_DISPATCH_KV_TYPE(                           \
+                         (p).kv_type, T, KV,                         \
+                         KVS_DISPATCH_HEAD_DIM(                      \
+                             (p).head_dim, HD,                       \
+                             KVS_DISPATCH_GROUP((p).q_per_kv, GROUP, \
+                                                KVS_DISPATCH_BLOCK_SIZE((p).block_size, BS, __VA_ARGS__)))))
 
 // Host launchers: runtime shape -> template instance. Throw std::invalid_argument
 // listing the compiled set for a value outside it.
 inline void launch_paged_decode_nosplit(const PagedDecodeParams& p, cudaStream_t stream = 0) {
   check_launch(p, false);
-  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, { DecodeInstance<T, HD, GROUP, BS, false>::launch(p, stream); });
+  KVS_DISPATCH_DECODE(p, T, KV, HD, GROUP, BS,
+                      { DecodeInstance<T, KV, HD, GROUP, BS, false>::launch(p, stream); });
 }
 
 inline void launch_paged_decode_splitkv(const PagedDecodeParams& p, cudaStream_t stream = 0) {
   check_launch(p, true);
-  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS, { DecodeInstance<T, HD, GROUP, BS, true>::launch(p, stream); });
+  KVS_DISPATCH_DECODE(p, T, KV, HD, GROUP, BS,
+                      { DecodeInstance<T, KV, HD, GROUP, BS, true>::launch(p, stream); });
   const dim3 reduce_grid(static_cast<unsigned>(p.num_kv_heads * p.q_per_kv),
                          static_cast<unsigned>(p.num_seqs), 1);
   KVS_DISPATCH_HEAD_DIM(p.head_dim, HD,
@@ -513,8 +534,8 @@ inline void launch_paged_decode_splitkv(const PagedDecodeParams& p, cudaStream_t
 // the input of the split planner (planner/include/kvsight/split_plan.hpp).
 inline int paged_decode_splitkv_ctas_per_multiprocessor(const PagedDecodeParams& p) {
   int ctas = 0;
-  KVS_DISPATCH_DECODE(p, T, HD, GROUP, BS,
-                      { ctas = DecodeInstance<T, HD, GROUP, BS, true>::ctas_per_multiprocessor(); });
+  KVS_DISPATCH_DECODE(p, T, KV, HD, GROUP, BS,
+                      { ctas = DecodeInstance<T, KV, HD, GROUP, BS, true>::ctas_per_multiprocessor(); });
   return ctas;
 }
 

@@ -24,9 +24,14 @@ constexpr int kMaxSplits = 4096;
 
 enum class ElementType : int { fp16 = 0, bf16 = 1 };
 
+// How K and V are stored: in the q dtype (`dtype`), or as fp8 E4M3 bytes with one
+// float scale per tensor, value = fp8_e4m3_to_float(byte) x k_scale (v_scale), as
+// vLLM's fp8 KV cache (kernels/fp8_e4m3.hpp; docs/reference/kernels.md "fp8 E4M3 K/V").
+enum class KvType : int { same_as_q = 0, fp8_e4m3 = 1 };
+
 struct PagedDecodeParams {
   const void* q = nullptr;                     // [num_seqs, num_kv_heads * q_per_kv, head_dim], fp16/bf16
-  const void* k_cache = nullptr;               // [num_blocks, block_size, num_kv_heads, head_dim]
+  const void* k_cache = nullptr;               // [num_blocks, block_size, num_kv_heads, head_dim], kv_type
   const void* v_cache = nullptr;               // same layout as k_cache
   const std::int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
   const std::int32_t* seq_lens = nullptr;      // [num_seqs]
@@ -43,9 +48,16 @@ struct PagedDecodeParams {
   int block_size = 0;
   int max_blocks_per_seq = 0;
   int num_splits = 1;
-  int tokens_per_split = 0;  // split s covers tokens [s * tokens_per_split, ...)
-  float scale = 1.0f;        // 1 / sqrt(head_dim)
-  ElementType dtype = ElementType::bf16;
+  int tokens_per_split = 0;               // split s covers tokens [s * tokens_per_split, ...)
+  float scale = 1.0f;                     // 1 / sqrt(head_dim)
+  ElementType dtype = ElementType::bf16;  // q, and K/V when kv_type is same_as_q
+  KvType kv_type = KvType::same_as_q;
+  // Per-tensor dequantization scales of fp8 K and V (1 otherwise). The kernels
+  // fold them where FlashInfer's decode wrapper does (flashinfer/decode.py:
+  // sm_scale *= k_scale, out *= v_scale): q x (scale x k_scale) . k equals
+  // (q x scale) . (k x k_scale), and sum w (v x v_scale) = v_scale x sum w v.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 };
 
 }  // namespace kvsight::kernels

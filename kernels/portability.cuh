@@ -64,7 +64,12 @@ using kvs_bf16 = hip_bfloat16;
 using kvs_bf16 = __nv_bfloat16;
 #define KVS_RUNTIME_NAMESPACE cuda_runtime
 #endif
+#include "fp8_e4m3.hpp"
 using kvs_half = __half;
+// fp8 E4M3 K/V (PagedDecodeParams::kv_type): a tag for the element type; the
+// bytes are decoded by kernels/fp8_e4m3.hpp on CUDA and HIP alike (HIP 5.2 has no
+// fp8 type, and one decode keeps the backends bit-identical).
+struct kvs_fp8_e4m3 {};
 
 // Wave (warp) size as a compile-time constant for the architecture being
 // compiled: 64 on gfx9 (GCN/CDNA: MI100 gfx908, MI200 gfx90a, MI300 gfx942),
@@ -109,22 +114,39 @@ using kvs_half = __half;
 namespace kvsight::kernels {
 inline namespace KVS_RUNTIME_NAMESPACE {
 
-// 16-bit storage -> fp32. bf16 is the top half of an fp32, so a shift is exact;
-// fp16 goes through the runtime's own conversion.
+// Storage -> fp32. bf16 is the top half of an fp32, so a shift is exact; fp16
+// goes through the runtime's own conversion; fp8 E4M3 through the shared bit
+// decode (exact). Storage: the unsigned integer one element occupies.
 template <typename T>
 struct Element;
 template <>
 struct Element<kvs_bf16> {
+  using Storage = unsigned short;
   static __device__ __forceinline__ float to_float(unsigned short bits) {
     return __uint_as_float(static_cast<unsigned int>(bits) << 16);
   }
 };
 template <>
 struct Element<kvs_half> {
+  using Storage = unsigned short;
   static __device__ __forceinline__ float to_float(unsigned short bits) {
     return __half2float(__ushort_as_half(bits));
   }
 };
+template <>
+struct Element<kvs_fp8_e4m3> {
+  using Storage = unsigned char;
+  static __device__ __forceinline__ float to_float(unsigned char bits) { return fp8_e4m3_to_float(bits); }
+};
+
+// Element i (from the low end) of the 32-bit word: 2 per word for 16-bit
+// storage, 4 for fp8, in memory order (both targets are little-endian).
+template <typename T>
+__device__ __forceinline__ typename Element<T>::Storage element_of_word(unsigned int word, int i) {
+  using Storage = typename Element<T>::Storage;
+  constexpr int kBits = 8 * static_cast<int>(sizeof(Storage));
+  return static_cast<Storage>(word >> (kBits * i));
+}
 
 __device__ __forceinline__ float wave_max(float value) {
 #pragma unroll

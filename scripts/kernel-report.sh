@@ -5,11 +5,11 @@
 #   - per kernel instance: registers, spill stores/loads (bytes), static shared
 #     memory, the dynamic shared memory of its DecodeShared, and the occupancy on
 #     an H200 (CTAs per SM from registers, shared memory and threads);
-#   - for the hd128 and hd256 bf16 split kernels (block 16): the 16-byte copies
-#     (LDGSTS, cp.async) issued per thread per commit group in the main loop, and
-#     the plain 16-byte loads (LDG.E.128) left;
+#   - for the hd128 and hd256 split kernels (block 16) with bf16 K/V and with fp8
+#     E4M3 K/V (bf16 q): the 16-byte copies (LDGSTS, cp.async) issued per thread
+#     per commit group in the main loop, and the plain 16-byte loads (LDG.E.128) left;
 #   - a Little's-law estimate of the fraction of H200 HBM the headline shape and
-#     the cliff shape reach, with and without split.
+#     the cliff shape reach, with and without split, for both K/V types.
 #
 #   scripts/kernel-report.sh [OUT.md]          (default build-kernel-report/report.md)
 #
@@ -105,10 +105,13 @@ def demangle(name):
 # Instance parameters from the demangled name.
 def parse(name):
     d = demangle(name)
-    m = re.search(r"paged_decode_(nosplit|splitkv)<(__nv_bfloat16|__half), (\d+), (\d+), (\d+)>", d)
+    # <q type, K/V type, HEAD_DIM, GROUP, BLOCK_SIZE> (kernels/paged_decode.cuh).
+    m = re.search(r"paged_decode_(nosplit|splitkv)<(__nv_bfloat16|__half), (__nv_bfloat16|__half|kvs_fp8_e4m3), "
+                  r"(\d+), (\d+), (\d+)>", d)
     if m:
-        return {"kernel": m.group(1), "dtype": "bf16" if "bfloat" in m.group(2) else "fp16",
-                "head_dim": int(m.group(3)), "group": int(m.group(4)), "block": int(m.group(5))}
+        kv = "fp8_e4m3" if "fp8" in m.group(3) else ("bf16" if "bfloat" in m.group(3) else "fp16")
+        return {"kernel": m.group(1), "dtype": "bf16" if "bfloat" in m.group(2) else "fp16", "kv": kv,
+                "head_dim": int(m.group(4)), "group": int(m.group(5)), "block": int(m.group(6))}
     m = re.search(r"paged_decode_reduce<(\d+)>", d)
     if m:
         return {"kernel": "reduce", "head_dim": int(m.group(1))}
@@ -117,11 +120,12 @@ def parse(name):
         return {"kernel": "stream_" + m.group(1)}
     return {"kernel": d}
 
-# DecodeShared<HEAD_DIM, GROUP> on CUDA (kernels/paged_decode.cuh; KVS_KV_STAGES 2,
-# kRowPad 8, kTileTokens 32): K and V stages, q, two tiles of row offsets, scores,
-# running max / sum / rescale.
-def decode_shared(head_dim, group):
-    return 2 * 2 * 32 * (head_dim + 8) * 2 + group * head_dim * 4 + 2 * 32 * 8 + group * 32 * 4 + 3 * group * 4
+# DecodeShared<Storage, HEAD_DIM, GROUP> on CUDA (kernels/paged_decode.cuh; KVS_KV_STAGES 2,
+# rows padded by 16 bytes, kTileTokens 32): K and V stages of head_dim x kv_bytes + 16
+# bytes per row, q, two tiles of row offsets, scores, running max / sum / rescale.
+def decode_shared(head_dim, group, kv_bytes):
+    return (2 * 2 * 32 * (head_dim * kv_bytes + 16) + group * head_dim * 4 + 2 * 32 * 8 + group * 32 * 4
+            + 3 * group * 4)
 
 # H200 (sm_90) limits, CUDA C++ Programming Guide, "Compute capabilities" table:
 # 65536 registers per SM, allocated per warp in units of 256; 228 KiB shared per SM,
@@ -141,13 +145,14 @@ for name, p in props.items():
         continue
     shared = p["static_smem"]
     if info["kernel"] in ("nosplit", "splitkv"):
-        shared += decode_shared(info["head_dim"], info["group"])
+        shared += decode_shared(info["head_dim"], info["group"], 1 if info["kv"] == "fp8_e4m3" else 2)
     threads = 256 if info["kernel"].startswith("stream") else 128
     rows.append((info, name, p, shared, occupancy(p["registers"], shared, threads)))
 
 def key(row):
     i = row[0]
-    return (i["kernel"], i.get("dtype", ""), i.get("head_dim", 0), i.get("group", 0), i.get("block", 0))
+    return (i["kernel"], i.get("dtype", ""), i.get("kv", ""), i.get("head_dim", 0), i.get("group", 0),
+            i.get("block", 0))
 rows.sort(key=key)
 
 # ---- SASS: per function, LDGSTS per commit group (LDGDEPBAR) and LDG.E.128.
@@ -157,7 +162,7 @@ for line in open(sass_path, errors="replace"):
     m = re.search(r"Function : (\S+)", line)
     if m:
         current = m.group(1); functions[current] = []; continue
-    if current is not None and re.search(r"/\*[0-9a-f]{4}\*/", line):
+    if current is not None and re.search(r"/\*[0-9a-f]{4,}\*/", line):
         functions[current].append(line)
 
 def copy_groups(lines):
@@ -172,6 +177,13 @@ def copy_groups(lines):
 def plain_loads(lines):
     return sum(1 for line in lines if re.search(r"\bLDG\.E\.(128|ENL2\.128)", line) or re.search(r"\bLDG\.E\.[A-Z.]*128", line))
 
+# Static instruction mix of a function: all instructions, the fp32 FMAs, and the
+# int -> float conversions (I2F / I2FP: an fp8 decode that used one per element
+# issued them at a fraction of the FMA rate).
+def mix(lines):
+    opcodes = [m.group(1) for m in (re.search(r"\*/\s+(?:@!?U?P[T\d]\s+)?([A-Z][A-Z0-9]*)", l) for l in lines) if m]
+    return len(opcodes), sum(o == "FFMA" for o in opcodes), sum(o in ("I2F", "I2FP") for o in opcodes)
+
 in_flight = {}
 out = []
 out.append("# Kernel report: sm_90 (H200)\n")
@@ -179,27 +191,32 @@ out.append(f"Regenerate: `scripts/kernel-report.sh` (nvcc -O3 -arch sm_90 -Xptxa
            f"cuobjdump -sass). Object: `{object_path}`.\n")
 out.append("Occupancy: CTAs per SM from registers (65536 per SM, 256 per warp granule), shared memory (228 KiB, 1 KiB "
            "reserved per CTA; dynamic = sizeof(DecodeShared<HEAD_DIM, GROUP>)) and threads (2048 per SM).\n")
-out.append("| kernel | dtype | head_dim | group | block | registers | spill stores / loads (B) | shared (B) | CTAs/SM |")
-out.append("|---|---|---:|---:|---:|---:|---|---:|---:|")
+out.append("| kernel | q dtype | K/V | head_dim | group | block | registers | spill stores / loads (B) | shared (B) | CTAs/SM |")
+out.append("|---|---|---|---:|---:|---:|---:|---|---:|---:|")
 for info, name, p, shared, occ in rows:
-    out.append(f"| {info['kernel']} | {info.get('dtype', '')} | {info.get('head_dim', '')} | {info.get('group', '')} | "
+    out.append(f"| {info['kernel']} | {info.get('dtype', '')} | {info.get('kv', '')} | {info.get('head_dim', '')} | "
+               f"{info.get('group', '')} | "
                f"{info.get('block', '') if info.get('block', 1) != 0 else 'runtime'} | {p['registers']} | "
                f"{p.get('spill_stores', 0)} / {p.get('spill_loads', 0)} | {shared} | {occ} |")
 spills = sum(p.get("spill_stores", 0) + p.get("spill_loads", 0) for _, _, p, _, _ in rows)
 out.append(f"\nInstances: {len(rows)}; total spill bytes: {spills}.\n")
 
-out.append("## 16-byte copies in flight per thread (SASS, split kernels, bf16, block 16)\n")
+out.append("## 16-byte copies in flight per thread (SASS, split kernels, bf16 q, block 16)\n")
 out.append("LDGSTS = cp.async 16-byte global->shared copy; a commit group (LDGDEPBAR) is one tile's K and V; "
-           "the main loop issues the next tile's group before it consumes the current one.\n")
-out.append("| instance | LDGSTS per commit group (prologue, loop) | LDG.E.128 in the function | registers | CTAs/SM |")
-out.append("|---|---|---:|---:|---:|")
+           "the main loop issues the next tile's group before it consumes the current one. An fp8 row is half "
+           "the bytes of a bf16 one, so half the copies.\n")
+out.append("| instance | K/V | LDGSTS per commit group (prologue, loop) | LDG.E.128 in the function | registers | CTAs/SM "
+           "| SASS instructions / FFMA / I2F |")
+out.append("|---|---|---|---:|---:|---:|---|")
 for info, name, p, shared, occ in rows:
     if info["kernel"] == "splitkv" and info["dtype"] == "bf16" and info["block"] == 16 and info["head_dim"] in (128, 256):
         groups = copy_groups(functions.get(name, []))
         loads = plain_loads(functions.get(name, []))
-        in_flight[(info["head_dim"], info["group"])] = (max(groups) if groups else 0, occ)
-        out.append(f"| splitkv hd{info['head_dim']} group {info['group']} | {', '.join(map(str, groups)) or 'none'} | "
-                   f"{loads} | {p['registers']} | {occ} |")
+        in_flight[(info["kv"], info["head_dim"], info["group"])] = (max(groups) if groups else 0, occ)
+        total, ffma, i2f = mix(functions.get(name, []))
+        out.append(f"| splitkv hd{info['head_dim']} group {info['group']} | {info['kv']} | "
+                   f"{', '.join(map(str, groups)) or 'none'} | {loads} | {p['registers']} | {occ} | "
+                   f"{total} / {ffma} / {i2f} |")
 
 # ---- Little's law. H200: 132 SMs, 4.8 TB/s HBM3e (NVIDIA H200 product page);
 # ~4.3 TB/s is what a streaming kernel reaches (issue #15); 800 ns loaded DRAM
@@ -221,22 +238,22 @@ def plan_splits(sms, ctas, programs, context):
 out.append("\n## Little's-law estimate of H200 HBM reached\n")
 out.append("Assumptions: 132 SMs, peak 4.8 TB/s, streaming ceiling 4.3 TB/s, 800 ns latency; the next tile's group is in "
            "flight while the current one is consumed (the kernel is memory-bound, so it is most of the time).\n")
-out.append("| case | head_dim | group | splits | CTAs | CTAs/SM | copies/thread | bytes in flight | estimate of 4.8 TB/s |")
-out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+out.append("| case | K/V | head_dim | group | splits | CTAs | CTAs/SM | copies/thread | bytes in flight | estimate of 4.8 TB/s |")
+out.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 cases = [("headline split-KV: batch 4, 8 KV / 32 Q heads, 32K", 128, 4, 4 * 8, 32768, True),
          ("headline no split", 128, 4, 4 * 8, 32768, False),
          ("cliff split: batch 1, 2 KV / 12 Q heads, hd256, 32K", 256, 8, 1 * 2, 32768, True),
          ("cliff no split", 256, 8, 1 * 2, 32768, False)]
 estimates = {}
-for label, hd, group, programs, context, split in cases:
-    copies, occ = in_flight.get((hd, group), (0, 0))
+for (label, hd, group, programs, context, split), kv in [(c, kv) for kv in ("bf16", "fp8_e4m3") for c in cases]:
+    copies, occ = in_flight.get((kv, hd, group), (0, 0))
     splits = plan_splits(SMS, occ, programs, context) if split else 1
     ctas = programs * splits
     resident = min(ctas, SMS * occ)
     in_flight_bytes = resident * 128 * copies * 16
     rate = min(STREAM, in_flight_bytes / LATENCY)
-    estimates[label] = rate / PEAK
-    out.append(f"| {label} | {hd} | {group} | {splits} | {ctas} | {occ} | {copies} | {in_flight_bytes / 1024:.0f} KiB | "
+    estimates[(label, kv)] = rate / PEAK
+    out.append(f"| {label} | {kv} | {hd} | {group} | {splits} | {ctas} | {occ} | {copies} | {in_flight_bytes / 1024:.0f} KiB | "
                f"{100 * rate / PEAK:.1f}% |")
 open(out_path, "w").write("\n".join(out) + "\n")
 print("\n".join(out))

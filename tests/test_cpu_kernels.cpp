@@ -186,6 +186,9 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   const std::string portable = kd::cpu_open(1, "portable")->info().cpu_kernel;
   ASSERT_EQ(portable.rfind("bf16: portable", 0), 0u) << portable;
   EXPECT_NE(portable.find("; fp16: portable"), std::string::npos) << portable;
+  // fp8 K/V take the portable kernel whatever --cpu-kernel says ("bf16: " is 6 characters).
+  const std::string portable_name = portable.substr(6, portable.find(';') - 6);
+  EXPECT_NE(portable.find("; fp8_e4m3 K/V: " + portable_name), std::string::npos) << portable;
   const std::string automatic = kd::cpu_open(1, "auto")->info().cpu_kernel;
   const bool avx2 = kd::cpu_has_avx2_f16c();
   if (!avx2) {
@@ -194,7 +197,7 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
     // bf16 takes the BF16 extension where there is one; fp16 needs AVX-512 F/BW/DQ/VL only.
     const std::string bf16 = kd::cpu_has_avx512_bf16() ? "avx512-bf16" : "avx2";
     const std::string fp16 = kd::cpu_has_avx512() ? "avx512-fp16" : "avx2";
-    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16);
+    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16 + "; fp8_e4m3 K/V: " + portable_name);
   }
   if (avx2 && kd::cpu_has_avx512()) {
     EXPECT_NE(kd::cpu_open(1, "avx512-fp16")->info().cpu_kernel.find("; fp16: avx512-fp16"),
@@ -209,7 +212,8 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
     }
   }
   if (kd::cpu_has_avx2_f16c()) {
-    EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel, "bf16: avx2; fp16: avx2");
+    EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel,
+              "bf16: avx2; fp16: avx2; fp8_e4m3 K/V: " + portable_name);
   } else {
     try {
       kd::cpu_open(1, "avx2");

@@ -29,8 +29,10 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
+#include "../../kernels/fp8_e4m3.hpp"
 #include "backend.hpp"
 #include "cpu_kernel.hpp"
 #include "half.hpp"
@@ -86,6 +88,17 @@ const float* fp16_table() {
   return table.data();
 }
 
+// fp8 E4M3 -> fp32 through a 256-entry table of the kernels' own decode
+// (kernels/fp8_e4m3.hpp), so the cpu backend reads a byte as the GPUs do.
+const float* fp8_e4m3_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> values(256);
+    for (std::uint32_t byte = 0; byte < 256; ++byte) values[byte] = kernels::fp8_e4m3_to_float(byte);
+    return values;
+  }();
+  return table.data();
+}
+
 template <int HEAD_DIM, bool BF16>
 [[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
                                                const float* __restrict table);
@@ -131,6 +144,21 @@ template <int HEAD_DIM, bool BF16>
   }
 }
 
+// fp8 K/V rows: the byte table (fp8_e4m3_table), natural order. BF16 names the
+// q dtype and does not matter here.
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void convert_row(const std::uint8_t* __restrict source, float* __restrict out,
+                                               const float* __restrict table) {
+  for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
+}
+
+// q beside fp8 K/V: natural order (the fp8 rows are), bf16 by its exact shift.
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void convert_row_natural(const std::uint16_t* __restrict source,
+                                                       float* __restrict out, const float* __restrict table) {
+  for (int d = 0; d < HEAD_DIM; ++d) out[d] = BF16 ? bf16_to_float(source[d]) : table[source[d]];
+}
+
 typedef std::int32_t Vec8i __attribute__((vector_size(32)));
 
 // exp for the softmax weights, 8 lanes at once (Cephes expf: range reduction by
@@ -172,7 +200,8 @@ typedef std::int32_t Vec8i __attribute__((vector_size(32)));
   return __builtin_shuffle(a, b, first) + __builtin_shuffle(a, b, second);
 }
 
-template <int HEAD_DIM, bool BF16>
+// FP8: K/V are fp8 E4M3 bytes (p.kv_type), q stays in the BF16-selected dtype.
+template <int HEAD_DIM, bool BF16, bool FP8>
 [[gnu::always_inline]] inline void attend_range(const PagedDecodeParams& p, int seq, int kv_head, int begin,
                                                 int end, TaskState& state) {
   // q rows and scores are padded to an even head count (pairs of heads share
@@ -181,7 +210,9 @@ template <int HEAD_DIM, bool BF16>
   alignas(kAlignment) float tile[kTileTokens][HEAD_DIM];
   alignas(kAlignment) float scores[kMaxGqa][kTileTokens];
   float rescales[kMaxGqa];
+  using KvElement = std::conditional_t<FP8, std::uint8_t, std::uint16_t>;
   const float* table = BF16 ? nullptr : fp16_table();
+  const float* kv_table = FP8 ? fp8_e4m3_table() : table;
   const int group = p.q_per_kv;
   const int padded_group = (group + 1) / 2 * 2;
   const auto* q_data =
@@ -193,18 +224,23 @@ template <int HEAD_DIM, bool BF16>
     std::fill(scores[g], scores[g] + kTileTokens, 0.0f);
     rescales[g] = 0.0f;
   }
-  const float scale = p.scale;
+  // The softmax scale and K's dequantization scale (1 unless fp8) are folded into
+  // q once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale).
+  const float scale = p.scale * p.k_scale;
   for (int g = 0; g < group; ++g) {
-    convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
-    // The softmax scale is folded into q once.
+    if constexpr (FP8) {
+      convert_row_natural<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
+    } else {
+      convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
+    }
     for (int d = 0; d < HEAD_DIM; ++d) q[g][d] *= scale;
     state.running_max[g] = -INFINITY;
     state.running_sum[g] = 0.0f;
   }
   std::fill(state.acc, state.acc + padded_group * HEAD_DIM, 0.0f);
   const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
-  const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache);
-  const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache);
+  const auto* k_cache = static_cast<const KvElement*>(p.k_cache);
+  const auto* v_cache = static_cast<const KvElement*>(p.v_cache);
   // Row offsets (elements from the cache base) of the current and the next
   // tile. The next tile's K and V rows are prefetched while this one is
   // computed: blocks sit at random places, so without it one thread waits on a
@@ -215,7 +251,7 @@ template <int HEAD_DIM, bool BF16>
   const auto fill_offsets = [&](long long* out, int tile_start, int count) {
     row_offsets(p, block_table, tile_start, count, head_element, out);
   };
-  constexpr int kLineElements = 64 / sizeof(std::uint16_t);
+  constexpr int kLineElements = 64 / sizeof(KvElement);
   constexpr int kPrefetchTiles = KVS_PREFETCH_TILES;
   int current = 0;
   if (begin < end) fill_offsets(offsets[current], begin, std::min(kTileTokens, end - begin));
@@ -240,7 +276,7 @@ template <int HEAD_DIM, bool BF16>
       }
     }
     // K tile converted once; rows past count (last tile only) are zero.
-    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(k_cache + rows[t], tile[t], table);
+    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(k_cache + rows[t], tile[t], kv_table);
     for (int t = count; t < count4; ++t) std::fill(tile[t], tile[t] + HEAD_DIM, 0.0f);
     // Scores for two heads x four tokens at a time: 8 accumulators, each K
     // value loaded feeds two FMAs, one shuffle reduction per 8 dot products.
@@ -294,7 +330,7 @@ template <int HEAD_DIM, bool BF16>
       state.running_sum[g] = state.running_sum[g] * rescale + weight_sum;
       state.running_max[g] = new_max;
     }
-    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(v_cache + rows[t], tile[t], table);
+    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(v_cache + rows[t], tile[t], kv_table);
     // P x V for two heads x 32 dims at a time: 8 accumulators in registers
     // across the tile's tokens, each V value loaded feeds two FMAs.
     for (int g = 0; g < padded_group; g += 2) {
@@ -333,8 +369,11 @@ template <int HEAD_DIM, bool BF16>
   }
 }
 
-// Writes a finished task: its partial (split-KV) or its normalised output.
-// interleave: the order state.acc is in (see kPortableBf16Interleave).
+// Writes a finished task: its partial (split-KV) or its normalised output,
+// times V's dequantization scale (1 unless fp8: FlashInfer's out *= v_scale,
+// paged_decode_params.hpp; the reduce is linear in the partials, so scaling them
+// scales the merged output). interleave: the order state.acc is in (see
+// kPortableBf16Interleave).
 void write_task_output(const PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
                        const TaskState& state, int interleave) {
   const int group = p.q_per_kv;
@@ -356,12 +395,13 @@ void write_task_output(const PagedDecodeParams& p, bool split, int seq, int kv_h
     }
     if (split) {
       const long long slot = (first_head + g) * p.num_splits + split_index;
-      std::memcpy(p.partial_out + slot * head_dim, acc, sizeof(float) * static_cast<std::size_t>(head_dim));
+      float* partial = p.partial_out + slot * head_dim;
+      for (int d = 0; d < head_dim; ++d) partial[d] = acc[d] * p.v_scale;
       p.partial_max[slot] = state.running_max[g];
       p.partial_sum[slot] = state.running_sum[g];
     } else {
       float* out = p.out + (first_head + g) * head_dim;
-      const float inverse = 1.0f / state.running_sum[g];
+      const float inverse = p.v_scale / state.running_sum[g];
       for (int d = 0; d < head_dim; ++d) out[d] = acc[d] * inverse;
     }
   }
@@ -378,12 +418,27 @@ TaskRange task_range(const PagedDecodeParams& p, bool split, int seq, int split_
   return {begin, end};
 }
 
-template <int HEAD_DIM, bool BF16>
+template <int HEAD_DIM, bool BF16, bool FP8>
 [[gnu::always_inline]] inline void run_task(const PagedDecodeParams& p, bool split, int seq, int kv_head,
                                             int split_index, TaskState& state) {
   const TaskRange range = task_range(p, split, seq, split_index);
-  attend_range<HEAD_DIM, BF16>(p, seq, kv_head, range.begin, range.end, state);
-  write_task_output(p, split, seq, kv_head, split_index, state, BF16 ? kPortableBf16Interleave : 0);
+  attend_range<HEAD_DIM, BF16, FP8>(p, seq, kv_head, range.begin, range.end, state);
+  // Only 16-bit bf16 rows are widened in even/odd order; fp8 rows and the q beside them are natural.
+  write_task_output(p, split, seq, kv_head, split_index, state, BF16 && !FP8 ? kPortableBf16Interleave : 0);
+}
+
+// The q dtype x K/V storage instances of one head dimension (inlined into the
+// cloned entry point below, so each clone gets them all).
+template <int HEAD_DIM>
+[[gnu::always_inline]] inline void run_task_types(const PagedDecodeParams& p, bool split, int seq,
+                                                  int kv_head, int split_index, TaskState& state) {
+  const bool bf16 = p.dtype == kernels::ElementType::bf16;
+  if (p.kv_type == kernels::KvType::fp8_e4m3) {
+    return bf16 ? run_task<HEAD_DIM, true, true>(p, split, seq, kv_head, split_index, state)
+                : run_task<HEAD_DIM, false, true>(p, split, seq, kv_head, split_index, state);
+  }
+  return bf16 ? run_task<HEAD_DIM, true, false>(p, split, seq, kv_head, split_index, state)
+              : run_task<HEAD_DIM, false, false>(p, split, seq, kv_head, split_index, state);
 }
 
 // The hot entry point, cloned for AVX2+FMA and a baseline x86-64 (GCC
@@ -395,17 +450,13 @@ template <int HEAD_DIM, bool BF16>
 #endif
 KVS_CPU_CLONES void run_task_dispatch(const PagedDecodeParams& p, bool split, int seq, int kv_head,
                                       int split_index, TaskState& state) {
-  const bool bf16 = p.dtype == kernels::ElementType::bf16;
   switch (p.head_dim) {
     case 64:
-      return bf16 ? run_task<64, true>(p, split, seq, kv_head, split_index, state)
-                  : run_task<64, false>(p, split, seq, kv_head, split_index, state);
+      return run_task_types<64>(p, split, seq, kv_head, split_index, state);
     case 128:
-      return bf16 ? run_task<128, true>(p, split, seq, kv_head, split_index, state)
-                  : run_task<128, false>(p, split, seq, kv_head, split_index, state);
+      return run_task_types<128>(p, split, seq, kv_head, split_index, state);
     case 256:
-      return bf16 ? run_task<256, true>(p, split, seq, kv_head, split_index, state)
-                  : run_task<256, false>(p, split, seq, kv_head, split_index, state);
+      return run_task_types<256>(p, split, seq, kv_head, split_index, state);
     default:
       throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
   }
@@ -616,10 +667,12 @@ DeviceInfo describe_cpu(std::uint32_t threads) {
 
 // Which paged-decode kernel the backend runs for one dtype.
 enum class CpuKernel { portable, avx2, avx512_bf16, avx512_fp16 };
-// The kernel of each dtype (--cpu-kernel).
+// The kernel of each dtype (--cpu-kernel). fp8 K/V (either q dtype) always take
+// the portable kernel: the AVX2 and AVX-512 kernels read 16-bit rows only.
 struct CpuKernels {
   CpuKernel bf16 = CpuKernel::portable;
   CpuKernel fp16 = CpuKernel::portable;
+  CpuKernel fp8_e4m3 = CpuKernel::portable;
 };
 
 // Name of the portable kernel's clone this CPU gets.
@@ -644,15 +697,15 @@ CpuKernels choose_cpu_kernel(const std::string& requested) {
   const CpuKernel best_avx2 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
   const CpuKernel best_bf16 = cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_avx2;
   const CpuKernel best_fp16 = cpu_has_avx512() && avx2 ? CpuKernel::avx512_fp16 : best_avx2;
-  if (requested == "auto") return {best_bf16, best_fp16};
-  if (requested == "portable") return {CpuKernel::portable, CpuKernel::portable};
+  if (requested == "auto") return {best_bf16, best_fp16, CpuKernel::portable};
+  if (requested == "portable") return {CpuKernel::portable, CpuKernel::portable, CpuKernel::portable};
   if (requested == "avx2") {
     if (!avx2) {
       throw InputError("--cpu-kernel",
                        "avx2 needs AVX2 with FMA and F16C (x86-64-v3: AMD Zen and later, Intel Haswell and "
                        "later), which this CPU lacks; allowed here: auto, portable");
     }
-    return {CpuKernel::avx2, CpuKernel::avx2};
+    return {CpuKernel::avx2, CpuKernel::avx2, CpuKernel::portable};
   }
   if (requested == "avx512-bf16") {
     if (!cpu_has_avx512_bf16()) {
@@ -662,7 +715,7 @@ CpuKernels choose_cpu_kernel(const std::string& requested) {
                                    "allowed here: auto, ") +
                            (avx2 ? "avx2, " : "") + "portable");
     }
-    return {CpuKernel::avx512_bf16, best_fp16};
+    return {CpuKernel::avx512_bf16, best_fp16, CpuKernel::portable};
   }
   if (requested == "avx512-fp16") {
     if (!cpu_has_avx512() || !avx2) {
@@ -672,7 +725,7 @@ CpuKernels choose_cpu_kernel(const std::string& requested) {
                       "parts, AMD Zen 4 and later), which this CPU lacks; allowed here: auto, ") +
               (avx2 ? "avx2, " : "") + "portable");
     }
-    return {best_bf16, CpuKernel::avx512_fp16};
+    return {best_bf16, CpuKernel::avx512_fp16, CpuKernel::portable};
   }
   throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: " + kCpuKernelChoices);
 }
@@ -691,7 +744,8 @@ std::string cpu_kernel_name(CpuKernel kernel) {
 }
 // What probe info and every probe result show: the kernel of each dtype.
 std::string cpu_kernel_name(const CpuKernels& kernels) {
-  return "bf16: " + cpu_kernel_name(kernels.bf16) + "; fp16: " + cpu_kernel_name(kernels.fp16);
+  return "bf16: " + cpu_kernel_name(kernels.bf16) + "; fp16: " + cpu_kernel_name(kernels.fp16) +
+         "; fp8_e4m3 K/V: " + cpu_kernel_name(kernels.fp8_e4m3);
 }
 
 class CpuBackend final : public Backend {
@@ -719,7 +773,7 @@ class CpuBackend final : public Backend {
     // as a GPU does when all heads' programs run at once (one head alone
     // reads 256 B at a 2 KiB stride). The AVX2 kernel does the same; the
     // portable kernel takes one.
-    const CpuKernel kernel = p.dtype == kernels::ElementType::bf16 ? kernel_.bf16 : kernel_.fp16;
+    const CpuKernel kernel = kernel_for(p);
     const bool wide = kernel != CpuKernel::portable;
     const int heads = wide ? heads_per_task_for(p.num_kv_heads, p.head_dim,
                                                 static_cast<long long>(p.num_seqs) * splits, threads_)
@@ -764,6 +818,11 @@ class CpuBackend final : public Backend {
     return std::chrono::duration<double, std::micro>(stop - start).count();
   }
   std::uint32_t stream_read_parts() const override { return threads_; }
+  // The kernel this launch's q dtype and K/V storage get (CpuKernels).
+  CpuKernel kernel_for(const PagedDecodeParams& p) const {
+    if (p.kv_type == kernels::KvType::fp8_e4m3) return kernel_.fp8_e4m3;
+    return p.dtype == kernels::ElementType::bf16 ? kernel_.bf16 : kernel_.fp16;
+  }
   double time_stream_read(const DeviceBuffer& source, std::uint64_t bytes, DeviceBuffer& parts) override {
     const auto start = std::chrono::steady_clock::now();
     const std::uint64_t words = bytes / 4;

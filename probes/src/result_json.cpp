@@ -8,9 +8,10 @@
 namespace kvsight::probes {
 
 void to_json(nlohmann::json& j, const AttentionShape& v) {
-  j = {{"head_dim", v.head_dim}, {"block_size", v.block_size}, {"kv_heads", v.kv_heads},
-       {"q_heads", v.q_heads},   {"batch", v.batch},           {"context", v.context},
-       {"dtype", v.dtype}};
+  j = {{"head_dim", v.head_dim}, {"block_size", v.block_size},
+       {"kv_heads", v.kv_heads}, {"q_heads", v.q_heads},
+       {"batch", v.batch},       {"context", v.context},
+       {"dtype", v.dtype},       {"kv_dtype", v.kv_dtype == "auto" ? v.dtype : v.kv_dtype}};
 }
 void to_json(nlohmann::json& j, const DeviceInfo& v) {
   j = {{"backend", v.backend},

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -27,7 +28,7 @@ Session::Session(Backend& backend, const AttentionShape& shape, std::uint64_t ma
   const std::uint64_t row_elements = checked_mul(shape_.kv_heads, shape_.head_dim, "K/V row");
   block_elements_ = checked_mul(shape_.block_size, row_elements, "K/V block");
   const std::uint64_t block_kv_bytes =
-      checked_mul(block_elements_, 2 * element_bytes(shape_.dtype), "K/V block");
+      checked_mul(block_elements_, 2 * kv_element_bytes(shape_), "K/V block");
   const std::uint64_t needed_blocks =
       checked_mul(shape_.batch, ceil_div(max_context, shape_.block_size), "blocks of the sweep");
   q_elements_ = checked_mul(checked_mul(shape_.batch, shape_.q_heads, "q"), shape_.head_dim, "q");
@@ -73,17 +74,15 @@ Session::Session(Backend& backend, const AttentionShape& shape, std::uint64_t ma
   pool_blocks_ = std::min<std::uint64_t>(pool_blocks_, std::numeric_limits<std::int32_t>::max());
 
   const std::uint64_t pool_elements = checked_mul(pool_blocks_, block_elements_, "K/V pool");
-  host_k_.resize(pool_elements);
-  host_v_.resize(pool_elements);
+  host_k_.fill(shape_, pool_elements, kFp8KeyAmax, options_.seed * 3 + 1);
+  host_v_.fill(shape_, pool_elements, kFp8ValueAmax, options_.seed * 3 + 2);
   host_q_.resize(q_elements_ * kMaxBufferSets);
-  fill_random(host_k_, bf16_, options_.seed * 3 + 1);
-  fill_random(host_v_, bf16_, options_.seed * 3 + 2);
   fill_random(host_q_, bf16_, options_.seed * 3 + 3);
-  k_ = backend_.allocate(pool_elements * 2);
-  v_ = backend_.allocate(pool_elements * 2);
+  k_ = backend_.allocate(host_k_.bytes());
+  v_ = backend_.allocate(host_v_.bytes());
   q_ = backend_.allocate(host_q_.size() * 2);
-  backend_.upload(*k_, host_k_.data(), pool_elements * 2);
-  backend_.upload(*v_, host_v_.data(), pool_elements * 2);
+  backend_.upload(*k_, host_k_.data(), host_k_.bytes());
+  backend_.upload(*v_, host_v_.data(), host_v_.bytes());
   backend_.upload(*q_, host_q_.data(), host_q_.size() * 2);
   tables_ = backend_.allocate(table_bytes);
   seq_lens_ = backend_.allocate(4 * shape_.batch);
@@ -160,9 +159,12 @@ double Session::stream_read_gbps() {
   if (bytes == 0) return 0.0;
   auto parts = backend_.allocate(4ull * backend_.stream_read_parts());
   std::uint32_t expected = 0;
-  for (std::uint64_t word = 0; word < bytes / 4; ++word)
-    expected += static_cast<std::uint32_t>(host_k_[2 * word]) |
-                (static_cast<std::uint32_t>(host_k_[2 * word + 1]) << 16);
+  const auto* pool = static_cast<const unsigned char*>(host_k_.data());
+  for (std::uint64_t word = 0; word < bytes / 4; ++word) {
+    std::uint32_t value = 0;
+    std::memcpy(&value, pool + 4 * word, sizeof(value));  // the words the device sums, in its byte order
+    expected += value;
+  }
   std::vector<double> samples;
   for (int i = 0; i < options_.warmup + options_.repeats; ++i) {
     backend_.flush_cache();
@@ -189,6 +191,7 @@ kernels::PagedDecodeParams Session::shape_params() const {
   p.head_dim = static_cast<int>(shape_.head_dim);
   p.block_size = static_cast<int>(shape_.block_size);
   p.dtype = bf16_ ? kernels::ElementType::bf16 : kernels::ElementType::fp16;
+  p.kv_type = kv_is_fp8(shape_) ? kernels::KvType::fp8_e4m3 : kernels::KvType::same_as_q;
   return p;
 }
 
@@ -231,6 +234,9 @@ kernels::PagedDecodeParams Session::base_params() const {
   p.tokens_per_split = 0;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(shape_.head_dim)));
   p.dtype = bf16_ ? kernels::ElementType::bf16 : kernels::ElementType::fp16;
+  p.kv_type = kv_is_fp8(shape_) ? kernels::KvType::fp8_e4m3 : kernels::KvType::same_as_q;
+  p.k_scale = host_k_.scale();
+  p.v_scale = host_v_.scale();
   return p;
 }
 
@@ -245,8 +251,7 @@ void Session::prepare(std::uint64_t context) {
   if (context == prepared_context_) return;
   blocks_per_seq_ = ceil_div(context, shape_.block_size);
   const std::uint64_t per_set = shape_.batch * blocks_per_seq_;
-  const std::uint64_t set_bytes =
-      checked_mul(per_set, block_elements_ * 2 * element_bytes(shape_.dtype), "set");
+  const std::uint64_t set_bytes = checked_mul(per_set, block_elements_ * 2 * kv_element_bytes(shape_), "set");
   set_bytes_ = set_bytes;
   // One set more than 2 x cache / set: the set a launch reads was last read
   // `sets_` launches ago, with at least 2 x the cache read in between.
@@ -286,7 +291,7 @@ const std::vector<double>& Session::reference() {
       for (std::uint64_t t = 0; t < context; ++t) {
         const std::uint64_t offset = row_offset(seq, t, kv_head);
         double dot = 0;
-        for (std::uint32_t d = 0; d < head_dim; ++d) dot += q[d] * to_double(host_k_[offset + d], bf16_);
+        for (std::uint32_t d = 0; d < head_dim; ++d) dot += q[d] * host_k_.value(offset + d);
         scores[t] = dot * scale;
         max_score = std::max(max_score, scores[t]);
       }
@@ -296,7 +301,7 @@ const std::vector<double>& Session::reference() {
         const double weight = std::exp(scores[t] - max_score);
         total += weight;
         const std::uint64_t offset = row_offset(seq, t, kv_head);
-        for (std::uint32_t d = 0; d < head_dim; ++d) out[d] += weight * to_double(host_v_[offset + d], bf16_);
+        for (std::uint32_t d = 0; d < head_dim; ++d) out[d] += weight * host_v_.value(offset + d);
       }
       for (std::uint32_t d = 0; d < head_dim; ++d) out[d] /= total;
     }

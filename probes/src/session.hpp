@@ -22,6 +22,7 @@
 #include "../../kernels/paged_decode_params.hpp"
 #include "backend.hpp"
 #include "fault_injection.hpp"
+#include "inputs.hpp"
 #include "kvsight/probes/probes.hpp"
 #include "kvsight/split_plan.hpp"
 
@@ -76,7 +77,8 @@ class Session {
   std::uint64_t rotation_ = 0;  // launches so far: the input set of the next one is rotation_ % sets_
   std::uint64_t prepared_context_ = 0, reference_context_ = 0;
   int sets_ = 1;
-  std::vector<std::uint16_t> host_k_, host_v_, host_q_;
+  KvPool host_k_, host_v_;
+  std::vector<std::uint16_t> host_q_;
   std::vector<std::int32_t> host_tables_;
   std::vector<double> reference_;
   std::unique_ptr<DeviceBuffer> k_, v_, q_, tables_, seq_lens_, out_, partial_out_, partial_max_,

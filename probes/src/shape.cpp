@@ -39,6 +39,11 @@ void validate_shape(const AttentionShape& shape) {
   if (shape.dtype != "bf16" && shape.dtype != "fp16") {
     throw InputError("--dtype", "'" + shape.dtype + "' not supported; allowed: bf16, fp16");
   }
+  if (shape.kv_dtype != "auto" && shape.kv_dtype != "fp8_e4m3") {
+    throw InputError("--kv-dtype", "'" + shape.kv_dtype +
+                                       "' not supported; allowed: auto (the --dtype), fp8_e4m3 (fp8 K/V "
+                                       "with per-tensor scales, q in --dtype)");
+  }
 }
 
 void validate_kernel(const std::string& kernel) {
@@ -49,10 +54,12 @@ void validate_kernel(const std::string& kernel) {
 
 std::uint64_t attention_bytes(const AttentionShape& shape) {
   const std::uint64_t elem = detail::element_bytes(shape.dtype);
+  // K and V at their own element size: 1 byte for fp8 (the per-tensor scales are
+  // two kernel arguments, not memory traffic).
   const std::uint64_t kv = checked_mul(
       checked_mul(
           checked_mul(checked_mul(shape.context, shape.kv_heads, "K/V bytes"), shape.head_dim, "K/V bytes"),
-          2 * elem, "K/V bytes"),
+          2 * detail::kv_element_bytes(shape), "K/V bytes"),
       shape.batch, "K/V bytes");
   const std::uint64_t tables =
       checked_mul(shape.batch, ceil_div(shape.context, shape.block_size) * 4, "tables");
@@ -74,6 +81,13 @@ std::uint64_t attention_bytes(const AttentionShape& shape) {
 // that is 16 x 2^-24 x sqrt(32896) = 1.7e-4; a dropped or repeated 32-token tile
 // moves the output by about 1.4 / sqrt(context) relative (7.7e-3 at 32K), far
 // above it up to about 1.5M tokens.
+// fp8 K/V (--kv-dtype fp8_e4m3) changes none of this: the reference reads the same
+// bytes, each decoded exactly (a 4-bit significand) and times the same float scale
+// (a 4-bit by 24-bit product, exact in double), so both sides still start from
+// identical inputs. The kernels fold the scales (q x (scale x k_scale), acc x
+// v_scale): two fp32 roundings more per output, u each, far below the bound's
+// 16 x u x sqrt(129) = 182 u at its smallest. The decoded values span [-1, 1]
+// (K) and [-0.5, 0.5] (V), as the 16-bit inputs, so the dropped-tile argument holds.
 double error_bound(const std::string& dtype, std::uint64_t context) {
   (void)dtype;
   return 16.0 * 0x1p-24 * std::sqrt(static_cast<double>(context) + 128.0);

@@ -24,7 +24,10 @@ struct AttentionShape {
   std::uint32_t q_heads = 32;     // multiple of kv_heads, GQA ratio q_heads / kv_heads in 1..16
   std::uint32_t batch = 1;        // sequences
   std::uint64_t context = 4096;   // tokens of KV per sequence, 1..2^24
-  std::string dtype = "bf16";     // bf16 or fp16 (q and KV); output is fp32
+  std::string dtype = "bf16";     // bf16 or fp16: q, and K/V unless kv_dtype says otherwise; output fp32
+  // K/V cache dtype (--kv-dtype): "auto" = dtype; "fp8_e4m3" = fp8 E4M3 bytes with a
+  // per-tensor k_scale / v_scale, dequantized in the kernel (vLLM --kv-cache-dtype fp8).
+  std::string kv_dtype = "auto";
 };
 
 struct ProbeOptions {
@@ -81,10 +84,11 @@ Timing summarize(std::vector<double> samples_us);
 
 struct ProbePoint {
   std::uint64_t context = 0;
-  double time_us = 0;                         // median
-  double spread = 0;                          // (p90 - p10) / median
-  std::uint64_t bytes = 0;                    // K+V read for the context + block table + seq lens + q + out
-  double gbps = 0;                            // bytes / time, 1e9 bytes per second
+  double time_us = 0;  // median
+  double spread = 0;   // (p90 - p10) / median
+  std::uint64_t bytes =
+      0;            // K+V read for the context (at the K/V dtype's size) + block table + seq lens + q + out
+  double gbps = 0;  // bytes / time, 1e9 bytes per second
   bool correct = false;                       // true only after the reference check passed
   double max_error = 0;                       // max |out - ref| / (max |ref| + eps) over all outputs
   double error_bound = 0;                     // the bound max_error was held to (error_bound(dtype, context))
