@@ -66,8 +66,8 @@ std::string pct(double predicted, double published) {
          "%";
 }
 
-// docs/architecture.md "Output contract": cliff JSON points carry {context, time_us, bytes, gbps} like the probes:
-// time_us is one attention call of the primary layers, bytes the K/V it reads.
+// docs/architecture.md "Output contract": cliff JSON points carry {context, time_us, bytes, gbps} like the
+// probes: time_us is one attention call of the primary layers, bytes the K/V it reads.
 nlohmann::json point_json(const DecodePoint& p, const DecodeScenario& scenario) {
   const DecodeLayerGroup& group = scenario.groups.front();
   const std::uint64_t context = group.window > 0 ? std::min(p.context, group.window) : p.context;
@@ -293,6 +293,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   std::vector<std::string> notes;  // the footer after the warnings, in every format
   notes.push_back("calibration: " + scenario.calibration.source);
   notes.push_back("split model: " + scenario.split_source);
+  if (!outcome.probe_dtype_note.empty()) notes.push_back(outcome.probe_dtype_note);
   if (scenario_mode) {
     // cliff.md: 79.68 ms at 1024 tokens after PR #45916, where the split kernel does
     // not split yet (below 1344 tokens), i.e. the same 356.664 us per call as before.
@@ -371,6 +372,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
           {"q_heads_per_rank", q_heads_per_rank},
           {"head_dim", primary.head_dim},
           {"block_size", block_size},
+          {"probe_dtype", outcome.shape.dtype},
+          {"probe_kv_dtype", outcome.shape.kv_dtype == "auto" ? outcome.shape.dtype : outcome.shape.kv_dtype},
           {"attention_layers", primary.layers},
           {"bytes_per_token_per_program", primary.bytes_per_token_per_program}}},
         {"calibration", calibration_json(scenario.calibration)},
@@ -509,7 +512,8 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     mtable.title = "Measured on " + measured.backend + " (" + measured.device + "), shape head_dim " +
                    std::to_string(shape.head_dim) + ", block " + std::to_string(shape.block_size) + ", " +
                    std::to_string(shape.kv_heads) + " KV / " + std::to_string(shape.q_heads) +
-                   " Q heads, batch " + std::to_string(shape.batch);
+                   " Q heads, batch " + std::to_string(shape.batch) + ", q " + shape.dtype + ", K/V " +
+                   (shape.kv_dtype == "auto" ? shape.dtype : shape.kv_dtype);
     mtable.columns = {"kernel",
                       "contexts",
                       "us/call (first -> last)",

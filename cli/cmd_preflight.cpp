@@ -94,8 +94,9 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
                         "head_dim " + std::to_string(o.shape.head_dim) + ", " +
                             std::to_string(o.shape.kv_heads) + " KV heads/rank, GQA " +
                             std::to_string(o.shape.kv_heads ? o.shape.q_heads / o.shape.kv_heads : 0) +
-                            ", block " + std::to_string(o.shape.block_size),
-                        "batch " + std::to_string(o.shape.batch)});
+                            ", block " + std::to_string(o.shape.block_size) + ", K/V " +
+                            (o.shape.kv_dtype == "auto" ? o.shape.dtype : o.shape.kv_dtype),
+                        "batch " + std::to_string(o.shape.batch) + ", the plan's KV cache type"});
   for (const std::string& refusal : f.refusals) model.rows.push_back({"refusal", refusal, ""});
   report.sections.push_back(model);
 

@@ -9,6 +9,7 @@
 #include <regex>
 #include <sstream>
 
+#include "kvsight/app/cliff.hpp"
 #include "kvsight/app/explain.hpp"
 #include "kvsight/app/fit.hpp"
 #include "kvsight/budget.hpp"
@@ -256,6 +257,44 @@ TEST(EngineDecision, NoNvfp4CacheOnAmd) {
                                       "--kv-cache-dtype", "nvfp4", "--max-model-len", "8192"});
   EXPECT_EQ(run.exit_code, 1) << run.out << run.err;
   EXPECT_NE((run.out + run.err).find("refuses kv_cache_dtype nvfp4"), std::string::npos) << run.out;
+}
+
+// "preflight and cliff probe K/V at bf16 whatever the plan's KV dtype: an fp8 plan is probed at
+// twice its bytes": the probe reads the decision's cache type.
+TEST(EngineDecision, ProbesReadThePlansKvCacheType) {
+  const ModelSpec llama = resolve_model("llama-3.1-8b");  // bf16
+  const GpuSpec& gpu = find_gpu("h200");
+  const auto dtypes_for = [&](const std::string& kv) {
+    EngineOptions options;
+    options.kv_cache_dtype = kv;
+    return app::probe_kv_dtype(llama, decide(*make_engine("vllm"), llama, &gpu, options));
+  };
+  EXPECT_EQ(dtypes_for("auto").dtype, "bf16");
+  EXPECT_EQ(dtypes_for("auto").kv_dtype, "auto");
+  EXPECT_EQ(dtypes_for("float16").dtype, "fp16");  // a 16-bit cache of another type: q and K/V in it
+  EXPECT_EQ(dtypes_for("fp8").kv_dtype, "fp8_e4m3");
+  EXPECT_TRUE(dtypes_for("fp8").note.empty());
+  // fp8_e5m2 has no decode in the probe kernels: E4M3 reads the same 1 B per element.
+  EXPECT_EQ(dtypes_for("fp8_e5m2").kv_dtype, "fp8_e4m3");
+  EXPECT_NE(dtypes_for("fp8_e5m2").note.find("1.00x the bytes"), std::string::npos)
+      << dtypes_for("fp8_e5m2").note;
+  // nvfp4: a 128-element row is 64 B + 8 fp8 scales = 72 B; E4M3 reads 128 B = 1.78x.
+  EXPECT_NE(dtypes_for("nvfp4").note.find("1.78x the bytes"), std::string::npos) << dtypes_for("nvfp4").note;
+
+  // The cliff's measurement runs at the plan's type: fp8 K/V, 1 B per element. At context 256,
+  // 8 KV heads of 128: K + V = 256 x 8 x 128 x 2 x 1 B = 524,288 B (bf16 would be 1,048,576).
+  const auto run = test::run_kvsight({"cliff", "--model", "llama-3.1-8b", "--gpu", "rx7900xt",
+                                      "--kv-cache-dtype", "fp8", "--backend", "cpu", "--measure-contexts",
+                                      "256", "--repeats", "1", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["shape"]["probe_kv_dtype"], "fp8_e4m3");
+  for (const auto& kernel : j["measured"]["kernels"]) {
+    EXPECT_EQ(kernel["shape"]["kv_dtype"], "fp8_e4m3");
+    const std::uint64_t bytes = kernel["points"][0]["bytes"];
+    EXPECT_GE(bytes, 524288u);
+    EXPECT_LT(bytes, 1048576u);
+  }
 }
 
 // "The README's own fit example leads with nvfp4": run the README's fit line; its first row

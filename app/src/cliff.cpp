@@ -4,9 +4,11 @@
 #include <algorithm>
 
 #include "kvsight/app/engine_setup.hpp"
+#include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/input_file.hpp"
 #include "kvsight/model.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
 
@@ -76,7 +78,30 @@ void set_published_scenario(const CliffRequest& request, CliffOutcome& out,
 
 }  // namespace
 
-probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch) {
+ProbeDtypes probe_kv_dtype(const ModelSpec& model, const EngineDecision& decision) {
+  ProbeDtypes out;
+  const std::string q = canonical_torch_dtype(model.dtype, "torch_dtype");
+  // Activations: the model's 16-bit type (an fp32 model runs the probes at bf16).
+  out.dtype = q == "fp16" ? "fp16" : "bf16";
+  const KvDtype& k = decision.kv_types.k;
+  if (k.name == "bf16" || k.name == "fp16") {
+    out.dtype = k.name;  // a 16-bit cache: q and K/V in it (same bytes either way)
+    return out;
+  }
+  out.kv_dtype = "fp8_e4m3";
+  if (k.name == "fp8_e4m3" && !decision.kv_types.fp8_ds_mla) return out;
+  // The probe kernels decode 16-bit and fp8 E4M3 K/V (kernels/fp8_e4m3.hpp): another cache
+  // type is probed at 1 B per element, which reads as many bytes as an 8-bit cache.
+  const std::uint64_t row = 128;  // elements of one head row, for the byte ratio
+  const double ratio = static_cast<double>(row) / static_cast<double>(k.row_bytes(row));
+  out.note = "the probe kernels have no " + k.name + " K/V decode: probed at fp8_e4m3 (1 B per element), " +
+             fixed_text(ratio, 2) + "x the bytes of a " + k.name + " row of " + std::to_string(row) +
+             " elements";
+  return out;
+}
+
+probes::AttentionShape probe_shape_for(const ModelSpec& model, const EngineDecision& decision,
+                                       std::uint64_t batch) {
   probes::AttentionShape shape;
   const LayerGroupGate& primary = decision.gates->primary;
   shape.head_dim = primary.head_size;
@@ -89,7 +114,9 @@ probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint
       primary.kv_heads_per_rank *
       std::max<std::uint32_t>(1, primary.q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
   shape.batch = static_cast<std::uint32_t>(batch);
-  shape.dtype = "bf16";
+  const ProbeDtypes dtypes = probe_kv_dtype(model, decision);
+  shape.dtype = dtypes.dtype;
+  shape.kv_dtype = dtypes.kv_dtype;
   return shape;
 }
 
@@ -135,7 +162,8 @@ CliffOutcome run_cliff(const CliffRequest& request) {
     out.gpu_id = out.gpu.id;
     out.block_size = gates.block_size;
     out.q_heads_per_rank = gates.primary.q_heads_per_rank;
-    out.shape = probe_shape_for(decision, out.scenario.batch);
+    out.shape = probe_shape_for(model, decision, out.scenario.batch);
+    out.probe_dtype_note = probe_kv_dtype(model, decision).note;
   }
 
   out.curve = predict_decode(out.scenario, contexts, false);

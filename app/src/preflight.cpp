@@ -266,7 +266,8 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
                              " GPUs; this node has " + std::to_string(survey.devices.size()));
   out.engine_version = gates.engine_version;
   out.block_size = gates.block_size;
-  out.shape = probe_shape_for(decision, options.batch);
+  out.shape = probe_shape_for(model, decision, options.batch);
+  if (const std::string note = probe_kv_dtype(model, decision).note; !note.empty()) out.notes.push_back(note);
   facts.requested_concurrency = request.concurrency;
 
   // ---- Capacity: the memory free now (the minimum over the TP ranks' devices), and the catalog total.
@@ -293,8 +294,8 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   probe_options.repeats = 3;
   probe_options.stream_reference = false;
   probe_options.stopping = stopping_rule(backend, request.full);
-  out.contexts = probe_contexts(request.full,
-                                facts.max_model_len > 0 ? facts.max_model_len : decision.length.tokens);
+  out.contexts =
+      probe_contexts(request.full, facts.max_model_len > 0 ? facts.max_model_len : decision.length.tokens);
   bool probeable = !gates.primary.selected.empty();
   try {
     probes::AttentionShape check = out.shape;

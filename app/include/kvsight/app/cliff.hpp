@@ -43,6 +43,7 @@ struct CliffOutcome {
   bool splits_context = false;
   std::vector<std::string> gate_errors;  // the engine would refuse to start
   probes::AttentionShape shape;          // the probe shape bridged from the gates
+  std::string probe_dtype_note;          // probe_kv_dtype's note ("" when the cache's own type)
   std::uint32_t block_size = 0, q_heads_per_rank = 0;
   GpuSpec gpu;
   DecodeScenario scenario;
@@ -57,8 +58,21 @@ struct CliffOutcome {
 
 // The probe shape for the selected path of an engine decision (it must hold gates):
 // head_dim, the block size the engine uses (bounded to what a probe can allocate), KV
-// heads per rank and the whole GQA group, at this batch.
-probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch);
+// heads per rank and the whole GQA group, at this batch, and the decision's KV cache type
+// (probe_kv_dtype).
+probes::AttentionShape probe_shape_for(const ModelSpec& model, const EngineDecision& decision,
+                                       std::uint64_t batch);
+
+// The probe dtypes for the decision's KV cache: q in the model's bf16 / fp16, K/V in the
+// cache's 16-bit type, or fp8 E4M3 for an 8-bit cache. A cache the probe kernels do not
+// decode (fp8_e5m2, int8, 4-bit) is probed at fp8 E4M3 and `note` says so with the bytes
+// it reads against the cache's.
+struct ProbeDtypes {
+  std::string dtype = "bf16";     // AttentionShape::dtype
+  std::string kv_dtype = "auto";  // AttentionShape::kv_dtype
+  std::string note;               // "" when the probe reads the cache's own type
+};
+ProbeDtypes probe_kv_dtype(const ModelSpec& model, const EngineDecision& decision);
 
 CliffOutcome run_cliff(const CliffRequest& request);
 
