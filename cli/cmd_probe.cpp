@@ -61,10 +61,11 @@ void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
 }
 
 void add_shape_options(CLI::App& command, ProbeFlags& flags) {
-  command.add_option("--head-dim", flags.shape.head_dim, "Head dimension: 64, 128, 256")->default_val(128);
+  command.add_option("--head-dim", flags.shape.head_dim, "Head dimension: " + kp::supported_head_dims_text())
+      ->default_val(128);
   command
       .add_option("--block-size", flags.shape.block_size,
-                  "Tokens per KV block: 8, 16, 32 (compiled) or any 1..4096 (runtime path, e.g. 784)")
+                  "Tokens per KV block: " + kp::supported_block_sizes_text())
       ->default_val(16);
   command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->default_val(8);
   command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")

@@ -5,6 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "paged_decode_params.hpp"
+
+// The cases below are the list of kHeadDims and kCompiledBlockSize (paged_decode_params.hpp).
+static_assert(sizeof(::kvsight::kernels::kHeadDims) / sizeof(int) == 3 && ::kvsight::kernels::kHeadDims[0] == 64 &&
+                  ::kvsight::kernels::kHeadDims[1] == 128 && ::kvsight::kernels::kHeadDims[2] == 256,
+              "KVS_DISPATCH_HEAD_DIM's cases are kHeadDims");
+static_assert(::kvsight::kernels::kCompiledBlockSize == 16, "KVS_DISPATCH_BLOCK_SIZE's case is kCompiledBlockSize");
+
 #define KVS_DISPATCH_HEAD_DIM(value, NAME, ...)                            \
   switch (value) {                                                         \
     case 64: {                                                             \
@@ -24,7 +32,8 @@
     }                                                                      \
     default:                                                               \
       throw std::invalid_argument("head_dim " + std::to_string(value) +    \
-                                  " not compiled; allowed: 64, 128, 256"); \
+                                  " not compiled; allowed: " +            \
+                                  ::kvsight::kernels::head_dims_text());  \
   }
 
 // Block size 16 (vLLM's default block size, vllm/config/cache.py, and the one its

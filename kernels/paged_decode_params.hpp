@@ -3,6 +3,7 @@
 // (kernels/*.cuh) and the cpu backend (probes/src/cpu_backend.cpp), which runs the
 // same two algorithms. No device header here: g++ includes this file.
 #include <cstdint>
+#include <string>
 
 namespace kvsight::kernels {
 
@@ -11,6 +12,31 @@ namespace kvsight::kernels {
 // (vllm/attention/ops/chunked_prefill_paged_decode.py); one fixed tile of 32
 // serves every block size here (the non-power-of-two case of that kernel).
 constexpr int kTileTokens = 32;
+// The head dims the kernels are instantiated for: KVS_DISPATCH_HEAD_DIM (kernels/dispatch.cuh)
+// on the GPU, dispatch_head_dim (probes/src/cpu_kernel.hpp) on the cpu; both switch over this
+// list. vLLM's head sizes of note: 64 and 128 (ROCm custom kernel), 256 (the cliff's
+// Qwen3.6, docs/reference/cliff.md).
+constexpr int kHeadDims[] = {64, 128, 256};
+// The one block size with its own instance (vLLM's default, vllm/config/cache.py);
+// every other size 1..4096 runs the runtime instance (KVS_DISPATCH_BLOCK_SIZE).
+constexpr int kCompiledBlockSize = 16;
+
+constexpr bool is_compiled_head_dim(long long head_dim) {
+  for (const int h : kHeadDims)
+    if (h == head_dim) return true;
+  return false;
+}
+// "64, 128, 256": the list for messages and --help.
+inline std::string head_dims_text() {
+  std::string text;
+  for (const int h : kHeadDims) text += (text.empty() ? "" : ", ") + std::to_string(h);
+  return text;
+}
+// "16 (compiled instance) or any other size 1..4096 (runtime path, e.g. 784)".
+inline std::string block_sizes_text() {
+  return std::to_string(kCompiledBlockSize) +
+         " (compiled instance) or any other size 1..4096 (runtime path, e.g. 784)";
+}
 // Threads per program (thread block). 128 = vLLM paged_attention v1/v2's
 // NUM_THREADS (csrc/attention/paged_attention_v1.cu).
 constexpr int kThreadsPerProgram = 128;

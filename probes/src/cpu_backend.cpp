@@ -450,16 +450,9 @@ template <int HEAD_DIM>
 #endif
 KVS_CPU_CLONES void run_task_dispatch(const PagedDecodeParams& p, bool split, int seq, int kv_head,
                                       int split_index, TaskState& state) {
-  switch (p.head_dim) {
-    case 64:
-      return run_task_types<64>(p, split, seq, kv_head, split_index, state);
-    case 128:
-      return run_task_types<128>(p, split, seq, kv_head, split_index, state);
-    case 256:
-      return run_task_types<256>(p, split, seq, kv_head, split_index, state);
-    default:
-      throw InputError("--head-dim", std::to_string(p.head_dim) + " not supported; allowed: 64, 128, 256");
-  }
+  dispatch_head_dim(p.head_dim, [&](auto head_dim) {
+    run_task_types<decltype(head_dim)::value>(p, split, seq, kv_head, split_index, state);
+  });
 }
 
 void reduce_head(const PagedDecodeParams& p, long long head) {

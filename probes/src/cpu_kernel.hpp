@@ -108,15 +108,18 @@ class NextTilePrefetch {
 // f(std::integral_constant<int, HEAD_DIM>{}), or refuses --head-dim.
 template <typename F>
 void dispatch_head_dim(int head_dim, F&& f) {
+  using kernels::kHeadDims;
+  static_assert(sizeof(kHeadDims) / sizeof(int) == 3, "one case per compiled head dim");
   switch (head_dim) {
-    case 64:
-      return f(std::integral_constant<int, 64>{});
-    case 128:
-      return f(std::integral_constant<int, 128>{});
-    case 256:
-      return f(std::integral_constant<int, 256>{});
+    case kHeadDims[0]:
+      return f(std::integral_constant<int, kHeadDims[0]>{});
+    case kHeadDims[1]:
+      return f(std::integral_constant<int, kHeadDims[1]>{});
+    case kHeadDims[2]:
+      return f(std::integral_constant<int, kHeadDims[2]>{});
     default:
-      throw InputError("--head-dim", std::to_string(head_dim) + " not supported; allowed: 64, 128, 256");
+      throw InputError("--head-dim",
+                       std::to_string(head_dim) + " not supported; allowed: " + kernels::head_dims_text());
   }
 }
 

@@ -11,15 +11,17 @@
 
 namespace kvsight::probes {
 
+std::string supported_head_dims_text() { return kernels::head_dims_text(); }
+std::string supported_block_sizes_text() { return kernels::block_sizes_text(); }
+
 void validate_shape(const AttentionShape& shape) {
-  if (shape.head_dim != 64 && shape.head_dim != 128 && shape.head_dim != 256) {
-    throw InputError("--head-dim", std::to_string(shape.head_dim) + " not supported; allowed: 64, 128, 256");
+  if (!kernels::is_compiled_head_dim(shape.head_dim)) {
+    throw InputError("--head-dim", std::to_string(shape.head_dim) +
+                                       " not supported; allowed: " + kernels::head_dims_text());
   }
   if (shape.block_size < 1 || shape.block_size > detail::kMaxBlockSize) {
-    throw InputError("--block-size",
-                     std::to_string(shape.block_size) +
-                         " not supported; allowed: 8, 16, 32 (compiled instances) or any other "
-                         "size 1..4096 (runtime path, e.g. 784)");
+    throw InputError("--block-size", std::to_string(shape.block_size) +
+                                         " not supported; allowed: " + kernels::block_sizes_text());
   }
   if (shape.kv_heads < 1 || shape.kv_heads > 1024) {
     throw InputError("--kv-heads", std::to_string(shape.kv_heads) + " out of range; allowed: 1..1024");

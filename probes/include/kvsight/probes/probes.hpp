@@ -18,8 +18,8 @@ namespace kvsight::probes {
 // One decode step of paged attention: batch sequences, each with `context`
 // tokens of K/V in a paged cache [num_blocks, block_size, kv_heads, head_dim].
 struct AttentionShape {
-  std::uint32_t head_dim = 128;   // 64, 128, 256
-  std::uint32_t block_size = 16;  // 8, 16, 32 (templated) or any 1..4096 (runtime path, e.g. 784)
+  std::uint32_t head_dim = 128;   // supported_head_dims_text(): the compiled instances
+  std::uint32_t block_size = 16;  // supported_block_sizes_text(): 16 compiled, else the runtime path
   std::uint32_t kv_heads = 8;     // >= 1
   std::uint32_t q_heads = 32;     // multiple of kv_heads, GQA ratio q_heads / kv_heads in 1..16
   std::uint32_t batch = 1;        // sequences
@@ -137,6 +137,10 @@ struct BandwidthResult {
 
 // Validates a shape; throws InputError naming the flag (--head-dim, ...) and the allowed values.
 void validate_shape(const AttentionShape& shape);
+// What validate_shape takes, for messages and --help: "64, 128, 256" (the compiled head
+// dims) and "16 (compiled instance) or any other size 1..4096 (runtime path, e.g. 784)".
+std::string supported_head_dims_text();
+std::string supported_block_sizes_text();
 // Validates the kernel name: nosplit | splitkv.
 void validate_kernel(const std::string& kernel);
 
