@@ -15,10 +15,10 @@
 #     missing and stops with exit 3;
 #  1. `probe info`; exit 3 when the cuda backend finds no device;
 #  2. correctness: one instance of each (head_dim x GQA class x block 16/runtime x
-#     dtype), both kernels, against float64;
+#     dtype: bf16, fp16, and fp8 E4M3 K/V with bf16 q), both kernels, against float64;
 #  3. the stream probe (read and copy);
-#  4. the headline shape (batch 4, 8 KV / 32 Q heads, hd128, block 16, bf16,
-#     1K..128K) and the cliff shape (batch 1, 2 KV / 12 Q heads, hd256, block 784,
+#  4. the headline shape (batch 4, 8 KV / 32 Q heads, hd128, block 16, bf16 and
+#     fp8 E4M3 K/V, 1K..128K) and the cliff shape (batch 1, 2 KV / 12 Q heads, hd256, block 784,
 #     bf16, 1K..128K), both kernels;
 #  5. the peer, when `python3 -c "import torch"` works: torch's
 #     scaled_dot_product_attention on contiguous KV of the same shapes (GQA as
@@ -136,12 +136,15 @@ echo "device-check: correctness ($(elapsed) s)" >&2
 for hd in 64 128 256; do
   for gqa in 1 3 6 16; do
     for bs in 16 784; do
-      for dtype in bf16 fp16; do
-        [ "$dtype" = fp16 ] && [ "$gqa" != 6 ] && continue  # fp16: one GQA per head_dim and block
+      for dtype in bf16 fp16 fp8; do
+        # fp16 and fp8 K/V (bf16 q): one GQA per head_dim and block
+        [ "$dtype" != bf16 ] && [ "$gqa" != 6 ] && continue
+        qdtype=$dtype; kvdtype=auto
+        [ "$dtype" = fp8 ] && { qdtype=bf16; kvdtype=fp8_e4m3; }
         context=$((2 * bs + 37))
         for kernel in nosplit splitkv; do
           name="check_${kernel}_hd${hd}_g${gqa}_bs${bs}_${dtype}"
-          run 60 "$name" probe attention --kernel "$kernel" --head-dim "$hd" --block-size "$bs" --dtype "$dtype" \
+          run 60 "$name" probe attention --kernel "$kernel" --head-dim "$hd" --block-size "$bs" --dtype "$qdtype" --kv-dtype "$kvdtype" \
             --kv-heads 2 --q-heads $((2 * gqa)) --batch 3 --context "$context" --splits "$([ "$kernel" = splitkv ] && echo 5 || echo 0)" \
             --repeats 2 --warmup 1
           [ $? -eq 3 ] && { echo "device-check: runtime error in $name" >&2; exit 3; }
@@ -163,6 +166,9 @@ CONTEXTS=1024,2048,4096,8192,16384,32768,65536,131072
 echo "device-check: headline sweep ($(elapsed) s)" >&2
 run 150 headline probe sweep --head-dim 128 --block-size 16 --batch 4 --kv-heads 8 --q-heads 32 --dtype bf16 \
   --contexts "$CONTEXTS" --repeats 10 --warmup 2 --max-mem 0.6
+echo "device-check: headline sweep, fp8 K/V ($(elapsed) s)" >&2
+run 150 headline_fp8 probe sweep --head-dim 128 --block-size 16 --batch 4 --kv-heads 8 --q-heads 32 --dtype bf16 \
+  --kv-dtype fp8_e4m3 --contexts "$CONTEXTS" --repeats 10 --warmup 2 --max-mem 0.6
 echo "device-check: cliff sweep ($(elapsed) s)" >&2
 run 120 cliff probe sweep --head-dim 256 --block-size 784 --batch 1 --kv-heads 2 --q-heads 12 --dtype bf16 \
   --contexts "$CONTEXTS" --repeats 10 --warmup 2 --max-mem 0.6

@@ -206,6 +206,30 @@ TEST(EngineDecision, NoEngineNameBranchOutsideTheEngines) {
   EXPECT_TRUE(found.empty()) << text;
 }
 
+// "the newest vLLM version is written 3 times": each engine's default is the last of the
+// versions it knows, and the gates report that one when none is given.
+TEST(EngineDecision, EachEnginesDefaultVersionIsItsNewestKnown) {
+  for (const auto& engine : all_engines()) {
+    const std::vector<std::string> known = engine->known_versions();
+    ASSERT_FALSE(known.empty()) << engine->name();
+    EXPECT_EQ(engine->default_version(), known.back()) << engine->name();
+  }
+  const GateResult gates = evaluate_gates(resolve_model("llama-3.1-8b"), find_gpu("h200"), EngineOptions{});
+  EXPECT_EQ(gates.engine_version,
+            make_engine("vllm")->known_versions().back() + " (newest known; --engine-version)");
+}
+
+// "compiled block sizes 8, 16, 32 is stale": the probe's messages and --help say what the
+// kernels compile (one block-16 instance, every other size on the runtime path).
+TEST(EngineDecision, ProbeHelpNamesTheCompiledInstances) {
+  const auto help = test::run_kvsight({"probe", "attention", "--help"});
+  EXPECT_NE(help.out.find("16 (compiled instance) or any other size 1..4096"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("8, 16, 32"), std::string::npos) << help.out;
+  const auto bad = test::run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "96"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("allowed: 64, 128, 256"), std::string::npos) << bad.err;
+}
+
 // "fit over every GPU kind of the catalog returns no row that gates refuses."
 app::FitRequest llama_fit(std::uint64_t concurrency, std::uint64_t context, const std::string& gpus) {
   app::FitRequest request;
