@@ -793,10 +793,11 @@ class VllmEngine final : public Engine {
   // vllm/v1/attention/ops/chunked_prefill_paged_decode.py has_native_kv_cache_layout: a
   // hybrid attention + recurrent model's KV is stride-padded to the state page.
   bool padded_kv_layout(const ModelSpec& model) const override { return model.is_hybrid(); }
-  // vllm/v1/worker/gpu_worker.py: start-up fails when free memory is below
-  // gpu_memory_utilization x total ("Free memory on device ... is less than desired").
+  // vLLM refuses to start when less than requested = total x gpu_memory_utilization is free
+  // (worker/utils.py request_memory; formulas.md step 1).
   bool needs_free_memory_for_budget() const override { return true; }
-  // --kv-cache-memory-bytes (config/cache.py kv_cache_memory_bytes): the KV memory given.
+  // --kv-cache-memory-bytes replaces the whole budget with the given number
+  // (gpu_worker.py determine_available_memory; formulas.md step 2).
   bool take_kv_memory(EngineOptions& options, std::uint64_t bytes) const override {
     options.vllm.kv_cache_memory_bytes = bytes;
     return true;
