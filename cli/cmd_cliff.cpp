@@ -373,7 +373,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
           {"head_dim", primary.head_dim},
           {"block_size", block_size},
           {"probe_dtype", outcome.shape.dtype},
-          {"probe_kv_dtype", outcome.shape.kv_dtype == "auto" ? outcome.shape.dtype : outcome.shape.kv_dtype},
+          {"probe_kv_dtype", probes::stored_kv_dtype(outcome.shape)},
           {"attention_layers", primary.layers},
           {"bytes_per_token_per_program", primary.bytes_per_token_per_program}}},
         {"calibration", calibration_json(scenario.calibration)},
@@ -513,7 +513,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
                    std::to_string(shape.head_dim) + ", block " + std::to_string(shape.block_size) + ", " +
                    std::to_string(shape.kv_heads) + " KV / " + std::to_string(shape.q_heads) +
                    " Q heads, batch " + std::to_string(shape.batch) + ", q " + shape.dtype + ", K/V " +
-                   (shape.kv_dtype == "auto" ? shape.dtype : shape.kv_dtype);
+                   probes::stored_kv_dtype(shape);
     mtable.columns = {"kernel",
                       "contexts",
                       "us/call (first -> last)",

@@ -95,7 +95,7 @@ std::string render_text(const app::PreflightOutcome& o, Format format) {
                             std::to_string(o.shape.kv_heads) + " KV heads/rank, GQA " +
                             std::to_string(o.shape.kv_heads ? o.shape.q_heads / o.shape.kv_heads : 0) +
                             ", block " + std::to_string(o.shape.block_size) + ", K/V " +
-                            (o.shape.kv_dtype == "auto" ? o.shape.dtype : o.shape.kv_dtype),
+                            probes::stored_kv_dtype(o.shape),
                         "batch " + std::to_string(o.shape.batch) + ", the plan's KV cache type"});
   for (const std::string& refusal : f.refusals) model.rows.push_back({"refusal", refusal, ""});
   report.sections.push_back(model);

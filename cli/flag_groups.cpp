@@ -57,7 +57,7 @@ std::string engine_spelling(const Engine& engine, OptionField field) {
   return "";
 }
 
-bool reads(const Engine& engine, OptionField field) { return !engine_spelling(engine, field).empty(); }
+bool reads(const Engine& engine, OptionField field) { return engine.reads(field); }
 
 }  // namespace
 

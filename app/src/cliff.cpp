@@ -100,8 +100,8 @@ ProbeDtypes probe_kv_dtype(const ModelSpec& model, const EngineDecision& decisio
   return out;
 }
 
-probes::AttentionShape probe_shape_for(const ModelSpec& model, const EngineDecision& decision,
-                                       std::uint64_t batch) {
+probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch,
+                                       const ProbeDtypes& dtypes) {
   probes::AttentionShape shape;
   const LayerGroupGate& primary = decision.gates->primary;
   shape.head_dim = primary.head_size;
@@ -114,7 +114,6 @@ probes::AttentionShape probe_shape_for(const ModelSpec& model, const EngineDecis
       primary.kv_heads_per_rank *
       std::max<std::uint32_t>(1, primary.q_heads_per_rank / std::max<std::uint32_t>(1, shape.kv_heads));
   shape.batch = static_cast<std::uint32_t>(batch);
-  const ProbeDtypes dtypes = probe_kv_dtype(model, decision);
   shape.dtype = dtypes.dtype;
   shape.kv_dtype = dtypes.kv_dtype;
   return shape;
@@ -162,8 +161,9 @@ CliffOutcome run_cliff(const CliffRequest& request) {
     out.gpu_id = out.gpu.id;
     out.block_size = gates.block_size;
     out.q_heads_per_rank = gates.primary.q_heads_per_rank;
-    out.shape = probe_shape_for(model, decision, out.scenario.batch);
-    out.probe_dtype_note = probe_kv_dtype(model, decision).note;
+    const ProbeDtypes dtypes = probe_kv_dtype(model, decision);
+    out.shape = probe_shape_for(decision, out.scenario.batch, dtypes);
+    out.probe_dtype_note = dtypes.note;
   }
 
   out.curve = predict_decode(out.scenario, contexts, false);

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "kvsight/engine_options.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/number_text.hpp"
 
@@ -266,12 +267,13 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
   if (engine->name() == f.engine) engine->options_from_log(f, options, out.inputs_from_log);
 
   // Replay 1: the KV memory the log states, where the engine takes it as an option (vLLM
-  // --kv-cache-memory-bytes); else the logged pool size over kvsight's bytes per token.
+  // --kv-cache-memory-bytes replaces its whole budget, formulas.md step 2); else the logged
+  // pool size over kvsight's bytes per token.
   EngineOptions given = options;
   given.gpu_memory_bytes.reset();
-  const bool takes_memory = engine->take_kv_memory(given, 0);
+  const bool takes_memory = engine->reads(OptionField::kv_cache_memory_bytes);
   if (takes_memory && f.available_kv_gib && *f.available_kv_gib > 0.0) {
-    engine->take_kv_memory(given, bytes_of_gib(*f.available_kv_gib));
+    store_option(given, OptionField::kv_cache_memory_bytes, bytes_of_gib(*f.available_kv_gib));
     out.given_memory = replay_plan(request, given, "");
     add_capacity_terms(f, *out.given_memory, "given KV memory", out);
   } else if (!takes_memory) {

@@ -266,8 +266,9 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
                              " GPUs; this node has " + std::to_string(survey.devices.size()));
   out.engine_version = gates.engine_version;
   out.block_size = gates.block_size;
-  out.shape = probe_shape_for(model, decision, options.batch);
-  if (const std::string note = probe_kv_dtype(model, decision).note; !note.empty()) out.notes.push_back(note);
+  const ProbeDtypes dtypes = probe_kv_dtype(model, decision);
+  out.shape = probe_shape_for(decision, options.batch, dtypes);
+  if (!dtypes.note.empty()) out.notes.push_back(dtypes.note);
   facts.requested_concurrency = request.concurrency;
 
   // ---- Capacity: the memory free now (the minimum over the TP ranks' devices), and the catalog total.

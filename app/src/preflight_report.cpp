@@ -121,7 +121,7 @@ nlohmann::json preflight_json(const PreflightOutcome& o, int exit_code) {
          {"gqa_group", p.shape.kv_heads ? p.shape.q_heads / p.shape.kv_heads : 0},
          {"block_size", p.shape.block_size},
          {"batch", p.shape.batch},
-         {"kv_dtype", p.shape.kv_dtype == "auto" ? p.shape.dtype : p.shape.kv_dtype},
+         {"kv_dtype", probes::stored_kv_dtype(p.shape)},
          // One decode call of one layer = one token per sequence.
          {"us_per_token", p.measured ? nlohmann::json(p.time_us) : nlohmann::json(nullptr)},
          {"time_us", p.measured ? nlohmann::json(p.time_us) : nlohmann::json(nullptr)},

@@ -11,7 +11,7 @@ void to_json(nlohmann::json& j, const AttentionShape& v) {
   j = {{"head_dim", v.head_dim}, {"block_size", v.block_size},
        {"kv_heads", v.kv_heads}, {"q_heads", v.q_heads},
        {"batch", v.batch},       {"context", v.context},
-       {"dtype", v.dtype},       {"kv_dtype", v.kv_dtype == "auto" ? v.dtype : v.kv_dtype}};
+       {"dtype", v.dtype},       {"kv_dtype", stored_kv_dtype(v)}};
 }
 void to_json(nlohmann::json& j, const DeviceInfo& v) {
   j = {{"backend", v.backend},

@@ -13,6 +13,9 @@ namespace kvsight::probes {
 
 std::string supported_head_dims_text() { return kernels::head_dims_text(); }
 std::string supported_block_sizes_text() { return kernels::block_sizes_text(); }
+std::string stored_kv_dtype(const AttentionShape& shape) {
+  return shape.kv_dtype == "auto" ? shape.dtype : shape.kv_dtype;
+}
 
 void validate_shape(const AttentionShape& shape) {
   if (!kernels::is_compiled_head_dim(shape.head_dim)) {

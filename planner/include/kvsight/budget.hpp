@@ -212,6 +212,8 @@ class Engine {
   EngineVersion version(const EngineOptions& options) const;
   // The options the engine reads, in its own spellings.
   virtual std::vector<EngineFlag> flags() const = 0;
+  // Whether `field` is one of them (flags()).
+  bool reads(OptionField field) const;
   // Allowed values of the KV cache type option(s) the engine reads (kv_cache_dtype,
   // or cache_type_k / cache_type_v for llama.cpp and exllama).
   virtual std::vector<std::string> kv_cache_dtypes() const = 0;
@@ -252,7 +254,7 @@ class Engine {
   // Why an option turns `kernel` off even where it is admitted ("" = it does not).
   virtual std::string kernel_disabled_by(const std::string&, const EngineOptions&) const { return ""; }
   // Start-up checks that depend on the kernels selected (llama.cpp: quantized V).
-  virtual std::vector<StartupCheck> kernel_checks(const GateResult&, const EngineOptions&) const {
+  virtual std::vector<StartupCheck> kernel_checks(const GateResult&, const EngineDecision&) const {
     return {};
   }
   // Notes the engine attaches to its kernel selection on this device.
@@ -265,9 +267,6 @@ class Engine {
   // Sets the options the log's figures stand for that the engine would read from its own
   // command line (llama.cpp: n_ctx and the slots of its cache line), each named in `inputs`.
   virtual void options_from_log(const EngineLogFigures&, EngineOptions&, std::vector<std::string>&) const {}
-  // Takes `bytes` as the KV cache memory, as the engine's own option does (vLLM
-  // --kv-cache-memory-bytes); false for an engine that has no such option.
-  virtual bool take_kv_memory(EngineOptions&, std::uint64_t) const { return false; }
 
   // The engine's budget on a decision made for the same model, device and options
   // (decide(), kvsight/engine_decision.hpp): blocks, tokens, concurrency, its log lines.

@@ -39,8 +39,9 @@ void refuse_unused_overheads(const EngineOptions& options, const std::string& en
 // Total device memory: --gpu-mem-gib, else the catalog figure; nullopt without either.
 std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options);
 
-// Weights per rank: --weights-gib override or estimate_weights(); records an assumption.
-WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result);
+// Weights per rank: --weights-gib override or estimate_weights(), and the assumption that
+// says which (decide() is the one caller).
+WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, Assumption& assumption);
 
 // Start-up checks shared by the engines that shard attention by tensor parallelism.
 // vllm/config/model.py ModelConfig.verify_with_parallel_config ("Total number of

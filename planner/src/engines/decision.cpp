@@ -51,10 +51,7 @@ WeightsEstimate decide_weights(const Engine& engine, const ModelSpec& model, con
                                Assumption& assumption) {
   EngineOptions sharding = options;
   if (!engine.shards_weights()) sharding.tp = sharding.pp = 1;
-  PlanResult scratch;
-  WeightsEstimate weights = engine_detail::weights_for(model, sharding, scratch);
-  if (!scratch.assumptions.empty()) assumption = scratch.assumptions.front();
-  return weights;
+  return engine_detail::weights_for(model, sharding, assumption);
 }
 
 void add_refusal(EngineDecision& decision, const StartupCheck& check) {

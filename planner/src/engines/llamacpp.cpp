@@ -307,12 +307,12 @@ class LlamaCppEngine final : public Engine {
     return kernel == "llamacpp_flash_attn" && options.llamacpp.flash_attn == "off" ? "--flash-attn off" : "";
   }
   std::vector<StartupCheck> kernel_checks(const GateResult& gates,
-                                          const EngineOptions& options) const override {
+                                          const EngineDecision& decision) const override {
     // src/llama-context.cpp: "V cache quantization requires flash_attn".
     const bool fa = gates.primary.selected == "llamacpp_flash_attn";
-    const bool ok = llama_type(options.llamacpp.cache_type_v, "--cache-type-v").group_size == 0 || fa;
+    const bool ok = decision.kv_types.v.group_size == 0 || fa;
     return {{"quantized V cache needs FlashAttention", ok,
-             "cache_type_v " + options.llamacpp.cache_type_v +
+             "cache_type_v " + decision.kv_settings.back().value +
                  (ok ? "" : " is quantized but FlashAttention is refused"),
              "src/llama-context.cpp (llama.cpp master)"}};
   }

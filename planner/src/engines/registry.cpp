@@ -83,6 +83,11 @@ void Engine::check_options(const EngineOptions& options) const {
   }
 }
 
+bool Engine::reads(OptionField field) const {
+  const std::vector<EngineFlag> all = flags();
+  return std::any_of(all.begin(), all.end(), [field](const EngineFlag& flag) { return flag.field == field; });
+}
+
 EngineVersion Engine::version(const EngineOptions& options) const {
   return parse_engine_version(options.engine_version.empty() ? default_version() : options.engine_version,
                               version_form(), display_name(), known_versions());
@@ -139,7 +144,7 @@ std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOption
   return std::nullopt;
 }
 
-WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, PlanResult& result) {
+WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options, Assumption& assumption) {
   WeightsEstimate w = estimate_weights(model, options.tp, options.pp);
   if (options.overheads.weights_gib) {
     // --weights-gib is the whole model; each of the tp x pp ranks holds an even share.
@@ -150,11 +155,10 @@ WeightsEstimate weights_for(const ModelSpec& model, const EngineOptions& options
     w.exact = false;
     w.method =
         "given with --weights-gib (whole model, split evenly over " + std::to_string(ranks) + " ranks)";
-    result.assumptions.push_back({"weights per rank", gib_text(w.bytes_per_rank), w.method});
+    assumption = {"weights per rank", gib_text(w.bytes_per_rank), w.method};
   } else {
-    result.assumptions.push_back(
-        {"weights per rank", gib_text(w.bytes_per_rank),
-         w.method.empty() ? "estimate_weights() from the config's shapes" : w.method});
+    assumption = {"weights per rank", gib_text(w.bytes_per_rank),
+                  w.method.empty() ? "estimate_weights() from the config's shapes" : w.method};
   }
   return w;
 }

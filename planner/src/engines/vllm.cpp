@@ -796,12 +796,6 @@ class VllmEngine final : public Engine {
   // vLLM refuses to start when less than requested = total x gpu_memory_utilization is free
   // (worker/utils.py request_memory; formulas.md step 1).
   bool needs_free_memory_for_budget() const override { return true; }
-  // --kv-cache-memory-bytes replaces the whole budget with the given number
-  // (gpu_worker.py determine_available_memory; formulas.md step 2).
-  bool take_kv_memory(EngineOptions& options, std::uint64_t bytes) const override {
-    options.vllm.kv_cache_memory_bytes = bytes;
-    return true;
-  }
   void order_kernels(const GateInput& input, std::vector<KernelVerdict>& verdicts) const override;
   std::vector<std::string> gate_notes(const GpuSpec& gpu, const EngineOptions& options) const override;
   std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,

@@ -140,11 +140,11 @@ std::string check_kv_types(const Condition& c, const GateInput& in) {
   std::vector<std::string> elsewhere;  // "9.x (FlashAttention 3)" where this type is accepted
   bool covered = false;
   for (const gates_detail::KvTypeEntry& entry : c.kv_types) {
-    if (version < entry.min_version || version >= entry.max_version) continue;
+    if (!entry.covers_version(version)) continue;
     covered = true;
     const std::string kv = kv_type_spelling(entry.types, in.kv_cache_dtype);
     const bool listed = std::find(entry.types.begin(), entry.types.end(), kv) != entry.types.end();
-    if (cc >= entry.min_cc && cc <= entry.max_cc) {
+    if (entry.covers_device(cc)) {
       if (listed) return "";
       for (const std::string& type : entry.types)
         if (std::find(here.begin(), here.end(), type) == here.end()) here.push_back(type);
@@ -222,8 +222,18 @@ std::string check(const Condition& c, const GateInput& in) {
   return "";
 }
 
-bool version_applies(const KernelRule& rule, std::uint64_t version) {
-  return version >= rule.min_version && version < rule.max_version;
+// The rules of the input's engine that apply to its device family, layer kind (MLA or
+// not) and engine version, in the engine's priority order.
+std::vector<const KernelRule*> applicable_rules(const GateInput& input) {
+  const std::uint64_t version = parse_engine_version(input.engine_version);
+  std::vector<const KernelRule*> out;
+  for (const KernelRule& rule : gates_detail::kernel_rules()) {
+    if (rule.engine != input.engine || rule.mla != input.mla) continue;
+    if (std::find(rule.families.begin(), rule.families.end(), input.family) == rule.families.end()) continue;
+    if (version < rule.min_version || version >= rule.max_version) continue;
+    out.push_back(&rule);
+  }
+  return out;
 }
 
 // When no kernel is admitted: "" unless some candidate was refused for its KV cache type
@@ -240,14 +250,11 @@ std::string kv_type_refusal(const GateInput& in, const std::vector<KernelVerdict
   if (!kv_alone) return "";
   const std::uint64_t version = parse_engine_version(in.engine_version);
   std::vector<std::string> accepted;
-  for (const KernelRule& rule : gates_detail::kernel_rules()) {
-    if (rule.engine != in.engine || rule.mla != in.mla || !version_applies(rule, version)) continue;
-    if (std::find(rule.families.begin(), rule.families.end(), in.family) == rule.families.end()) continue;
-    for (const Condition& c : rule.conditions) {
+  for (const KernelRule* rule : applicable_rules(in)) {
+    for (const Condition& c : rule->conditions) {
       if (c.test != Test::kv_types) continue;
       for (const gates_detail::KvTypeEntry& e : c.kv_types) {
-        if (version < e.min_version || version >= e.max_version) continue;
-        if (in.compute_capability < e.min_cc || in.compute_capability > e.max_cc) continue;
+        if (!e.covers_version(version) || !e.covers_device(in.compute_capability)) continue;
         for (const std::string& type : e.types)
           if (std::find(accepted.begin(), accepted.end(), type) == accepted.end()) accepted.push_back(type);
       }
@@ -342,12 +349,9 @@ std::uint64_t parse_engine_version(const std::string& text) {
 namespace {
 
 std::vector<KernelVerdict> evaluate_rules(const GateInput& input) {
-  const std::uint64_t version = parse_engine_version(input.engine_version);
   std::vector<KernelVerdict> out;
-  for (const KernelRule& rule : gates_detail::kernel_rules()) {
-    if (rule.engine != input.engine || rule.mla != input.mla) continue;
-    if (std::find(rule.families.begin(), rule.families.end(), input.family) == rule.families.end()) continue;
-    if (!version_applies(rule, version)) continue;
+  for (const KernelRule* applicable : applicable_rules(input)) {
+    const KernelRule& rule = *applicable;
     KernelVerdict verdict;
     verdict.kernel = rule.kernel;
     verdict.name = rule.name;
@@ -501,10 +505,8 @@ StartupCheck no_kernel_check(const LayerGroupGate& group, const std::string& dis
 }  // namespace
 
 std::vector<KernelVerdict> evaluate_kernels(const GateInput& input) {
-  std::vector<KernelVerdict> verdicts = evaluate_rules(input);
-  make_engine(input.engine)->order_kernels(input, verdicts);
-  select_first_admitted(verdicts);
-  return verdicts;
+  // The engine's defaults: no option turns a kernel off.
+  return engine_kernels(*make_engine(input.engine), input, EngineOptions{});
 }
 
 GateResult select_kernels(const Engine& engine, const ModelSpec& model, const GpuSpec& gpu,
@@ -530,7 +532,7 @@ GateResult select_kernels(const Engine& engine, const ModelSpec& model, const Gp
   // Constraints: the engine's own start-up checks (TP divides heads, KV heads split evenly,
   // vendor, max_model_len within the model's maximum), then the kernel-dependent ones.
   result.constraints = decision.checks;
-  for (StartupCheck& check : engine.kernel_checks(result, options))
+  for (StartupCheck& check : engine.kernel_checks(result, decision))
     result.constraints.push_back(std::move(check));
   for (const LayerGroupGate& group : result.groups)
     if (group.selected.empty())

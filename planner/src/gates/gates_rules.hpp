@@ -49,6 +49,9 @@ struct KvTypeEntry {
   std::uint64_t min_version = 0;           // inclusive, parse_engine_version form
   std::uint64_t max_version = UINT64_MAX;  // exclusive
   std::string why;                         // what the device range stands for ("FlashAttention 3 on 9.x")
+
+  bool covers_version(std::uint64_t version) const { return version >= min_version && version < max_version; }
+  bool covers_device(std::int64_t cc) const { return cc >= min_cc && cc <= max_cc; }
 };
 
 struct Condition {

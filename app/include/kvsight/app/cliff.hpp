@@ -56,13 +56,6 @@ struct CliffOutcome {
   Verdict verdict = Verdict::ok;
 };
 
-// The probe shape for the selected path of an engine decision (it must hold gates):
-// head_dim, the block size the engine uses (bounded to what a probe can allocate), KV
-// heads per rank and the whole GQA group, at this batch, and the decision's KV cache type
-// (probe_kv_dtype).
-probes::AttentionShape probe_shape_for(const ModelSpec& model, const EngineDecision& decision,
-                                       std::uint64_t batch);
-
 // The probe dtypes for the decision's KV cache: q in the model's bf16 / fp16, K/V in the
 // cache's 16-bit type, or fp8 E4M3 for an 8-bit cache. A cache the probe kernels do not
 // decode (fp8_e5m2, int8, 4-bit) is probed at fp8 E4M3 and `note` says so with the bytes
@@ -73,6 +66,12 @@ struct ProbeDtypes {
   std::string note;               // "" when the probe reads the cache's own type
 };
 ProbeDtypes probe_kv_dtype(const ModelSpec& model, const EngineDecision& decision);
+
+// The probe shape for the selected path of an engine decision (it must hold gates):
+// head_dim, the block size the engine uses (bounded to what a probe can allocate), KV
+// heads per rank and the whole GQA group, at this batch, in `dtypes` (probe_kv_dtype).
+probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint64_t batch,
+                                       const ProbeDtypes& dtypes);
 
 CliffOutcome run_cliff(const CliffRequest& request);
 

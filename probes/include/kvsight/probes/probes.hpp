@@ -141,6 +141,8 @@ void validate_shape(const AttentionShape& shape);
 // dims) and "16 (compiled instance) or any other size 1..4096 (runtime path, e.g. 784)".
 std::string supported_head_dims_text();
 std::string supported_block_sizes_text();
+// The K/V dtype as stored: shape.dtype when kv_dtype is "auto", else kv_dtype.
+std::string stored_kv_dtype(const AttentionShape& shape);
 // Validates the kernel name: nosplit | splitkv.
 void validate_kernel(const std::string& kernel);
 
