@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kvsight/app/engine_setup.hpp"
+#include "kvsight/app/figures.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/engine_decision.hpp"
@@ -40,6 +41,10 @@ struct PlanOutcome {
 };
 
 PlanOutcome run_plan(const PlanRequest& request);
+
+// The outcome as figures (app/src/plan_figures.cpp): one pair as sections, a fleet as a
+// table of pairs.
+FigureDoc plan_figures(const PlanOutcome& outcome);
 
 // One model on one GPU (or none) under an engine already set up: what run_plan computes
 // for each pair. fit (app/src/fit.cpp) calls it once per candidate configuration.

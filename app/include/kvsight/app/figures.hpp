@@ -1,0 +1,76 @@
+#pragma once
+// What a use case hands to the renderers (issue #26): its figures, each written once.
+// A figure is one fact with every view of it side by side: its JSON path and raw value
+// (JSON and CSV), its unit (CSV), and how a reader sees it (label, text, note: the table
+// and markdown views). cli/figure_output.cpp draws a FigureDoc in each format; no command
+// formats a figure itself.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvsight::app {
+
+struct Figure {
+  Figure(std::string key_, nlohmann::json value_, std::string unit_ = "", std::string label_ = "",
+         std::string text_ = "", std::string note_ = "", std::optional<std::string> csv_note_ = std::nullopt)
+      : key(std::move(key_)), value(std::move(value_)), unit(std::move(unit_)), label(std::move(label_)),
+        text(std::move(text_)), note(std::move(note_)), csv_note(std::move(csv_note_)) {}
+  // JSON path, dotted ("kv.bytes_per_token"); the CSV's section and key are its parts
+  // before and after the first dot. Empty: the figure is only read (label, text).
+  std::string key;
+  nlohmann::json value;  // raw: a number, string, bool, null, or a whole JSON object/array
+  std::string unit;      // CSV unit column: "B", "tokens", "sequences", ...
+  std::string label;     // table/markdown label; empty: not in the readable views
+  std::string text;      // the value as a reader sees it ("4,831,838,208 B (4.500 GiB)")
+  std::string note;      // why, source, "estimate": shown beside the text
+  // The CSV's note when it differs from the readable one (shorter, or a reader's note
+  // that names a section the CSV has not).
+  std::optional<std::string> csv_note;
+  bool in_csv = true;
+  bool in_json = true;
+};
+
+struct FigureSection {
+  std::string title;  // readable views only
+  std::vector<Figure> figures;
+};
+
+// A table of rows: one column per fact, each cell its text and raw value.
+struct FigureColumn {
+  FigureColumn(std::string label_, std::string key_, bool right_align_ = false)
+      : label(std::move(label_)), key(std::move(key_)), right_align(right_align_) {}
+  std::string label;  // table/markdown header; empty: not in the readable views
+  std::string key;    // CSV header (raw values, units in the name); empty: not in the CSV
+  bool right_align = false;
+};
+struct FigureCell {
+  std::string text;       // readable views
+  nlohmann::json value;   // CSV (null: an empty field)
+};
+struct FigureTable {
+  std::string title;
+  std::vector<FigureColumn> columns;
+  std::vector<std::vector<FigureCell>> rows;
+};
+
+// One command's output. Views: table and markdown draw the sections' labelled figures
+// (as key/value rows), then the table, then the footer; CSV draws the table when there is
+// one, else every figure of the sections as rows (section, key, value, unit, note); JSON
+// is the object the sections' figures build by their keys.
+struct FigureDoc {
+  std::string title;
+  std::vector<FigureSection> sections;
+  std::optional<FigureTable> table;
+  std::vector<std::string> footer;  // readable views only: notes, warnings, log lines
+  bool values_left = false;         // a report whose values are words (aligned left)
+};
+
+// The JSON object of a document's figures (keys are paths; objects nest).
+nlohmann::json figures_json(const FigureDoc& doc);
+
+// A raw value as a CSV field: integers in decimal, other numbers with 6 decimals, bools
+// true/false, strings as they are, null empty.
+std::string raw_text(const nlohmann::json& value);
+
+}  // namespace kvsight::app

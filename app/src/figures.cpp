@@ -1,0 +1,34 @@
+// The JSON view of a document's figures and the raw text of a value (kvsight/app/figures.hpp).
+#include "kvsight/app/figures.hpp"
+
+#include "kvsight/number_text.hpp"
+
+namespace kvsight::app {
+
+nlohmann::json figures_json(const FigureDoc& doc) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const FigureSection& section : doc.sections)
+    for (const Figure& figure : section.figures) {
+      if (!figure.in_json || figure.key.empty()) continue;
+      // "kv.bytes_per_token" -> out["kv"]["bytes_per_token"]; a path whose parent was
+      // given as null (capacity without a GPU) keeps its parent null.
+      nlohmann::json* node = &out;
+      std::size_t start = 0;
+      for (std::size_t dot; (dot = figure.key.find('.', start)) != std::string::npos; start = dot + 1)
+        node = &(*node)[figure.key.substr(start, dot - start)];
+      (*node)[figure.key.substr(start)] = figure.value;
+    }
+  return out;
+}
+
+std::string raw_text(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_unsigned()) return std::to_string(value.get<std::uint64_t>());
+  if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
+  if (value.is_number_float()) return fixed_text(value.get<double>(), 6);
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+}  // namespace kvsight::app

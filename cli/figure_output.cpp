@@ -1,0 +1,73 @@
+// Drawing a FigureDoc in each format (cli/figure_output.hpp). The readable views reuse the
+// key/value report and the aligned table of cli/output.cpp; CSV and JSON read the raw values.
+#include "figure_output.hpp"
+
+namespace kvsight::cli {
+
+namespace {
+
+// The labelled figures, as key/value rows under their sections.
+Report readable_report(const app::FigureDoc& doc) {
+  Report report;
+  report.title = doc.title;
+  report.values_left = doc.values_left;
+  for (const app::FigureSection& section : doc.sections) {
+    ReportSection rows{section.title, {}};
+    for (const app::Figure& figure : section.figures)
+      if (!figure.label.empty()) rows.rows.push_back({figure.label, figure.text, figure.note});
+    if (!rows.rows.empty()) report.sections.push_back(std::move(rows));
+  }
+  if (!doc.table) report.footer = doc.footer;
+  return report;
+}
+
+// The table's columns that a view shows: readable views the labelled ones, CSV the keyed.
+Table view_of(const app::FigureTable& source, bool csv) {
+  Table table;
+  table.title = source.title;
+  std::vector<std::size_t> shown;
+  for (std::size_t c = 0; c < source.columns.size(); ++c) {
+    const app::FigureColumn& column = source.columns[c];
+    if ((csv ? column.key : column.label).empty()) continue;
+    shown.push_back(c);
+    table.columns.push_back(csv ? column.key : column.label);
+    table.right_align.push_back(!csv && column.right_align);
+  }
+  for (const auto& cells : source.rows) {
+    std::vector<std::string> row;
+    for (std::size_t c : shown) row.push_back(csv ? app::raw_text(cells[c].value) : cells[c].text);
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+// Every CSV-visible figure as a row: section and key from the path, the raw value, unit, note.
+Table figure_rows(const app::FigureDoc& doc) {
+  Table table;
+  table.columns = {"section", "key", "value", "unit", "note"};
+  for (const app::FigureSection& section : doc.sections)
+    for (const app::Figure& figure : section.figures) {
+      if (!figure.in_csv || figure.key.empty()) continue;
+      const std::size_t dot = figure.key.find('.');
+      table.rows.push_back({figure.key.substr(0, dot),
+                            dot == std::string::npos ? "" : figure.key.substr(dot + 1), app::raw_text(figure.value),
+                            figure.unit, figure.csv_note.value_or(figure.note)});
+    }
+  return table;
+}
+
+}  // namespace
+
+std::string render_figures(const app::FigureDoc& doc, Format format) {
+  if (format == Format::json) return render_json(app::figures_json(doc));
+  if (format == Format::csv) return render_table(doc.table ? view_of(*doc.table, true) : figure_rows(doc), format);
+  const Report report = readable_report(doc);
+  std::string text = report.sections.empty() && report.title.empty() ? "" : render_report(report, format);
+  if (doc.table) {
+    text += render_table(view_of(*doc.table, false), format);
+    for (const std::string& line : doc.footer) text += line + "\n";
+  }
+  return text;
+}
+
+}  // namespace kvsight::cli
