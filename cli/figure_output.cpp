@@ -17,7 +17,7 @@ Report readable_report(const app::FigureDoc& doc) {
       if (!figure.label.empty()) rows.rows.push_back({figure.label, figure.text, figure.note});
     if (!rows.rows.empty()) report.sections.push_back(std::move(rows));
   }
-  if (!doc.table) report.footer = doc.footer;
+  if (doc.tables.empty()) report.footer = doc.footer;
   return report;
 }
 
@@ -60,13 +60,16 @@ Table figure_rows(const app::FigureDoc& doc) {
 
 std::string render_figures(const app::FigureDoc& doc, Format format) {
   if (format == Format::json) return render_json(app::figures_json(doc));
-  if (format == Format::csv) return render_table(doc.table ? view_of(*doc.table, true) : figure_rows(doc), format);
+  if (format == Format::csv)
+    return render_table(doc.tables.empty() ? figure_rows(doc) : view_of(doc.tables.front(), true), format);
   const Report report = readable_report(doc);
   std::string text = report.sections.empty() && report.title.empty() ? "" : render_report(report, format);
-  if (doc.table) {
-    text += render_table(view_of(*doc.table, false), format);
-    for (const std::string& line : doc.footer) text += line + "\n";
+  for (const app::FigureTable& table : doc.tables) {
+    if (!text.empty()) text += "\n";
+    text += render_table(view_of(table, false), format);
   }
+  if (!doc.tables.empty())
+    for (const std::string& line : doc.footer) text += line + "\n";
   return text;
 }
 

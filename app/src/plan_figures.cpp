@@ -271,7 +271,7 @@ FigureDoc fleet_figures(const PlanOutcome& outcome) {
   Figure all{"rows", rows}, verdict{"verdict", verdict_text(outcome.verdict)};
   all.in_csv = verdict.in_csv = false;
   doc.sections.push_back({"", {all, verdict}});
-  doc.table = std::move(t);
+  doc.tables.push_back(std::move(t));
   return doc;
 }
 

@@ -54,14 +54,15 @@ struct FigureTable {
   std::vector<std::vector<FigureCell>> rows;
 };
 
-// One command's output. Views: table and markdown draw the sections' labelled figures
-// (as key/value rows), then the table, then the footer; CSV draws the table when there is
-// one, else every figure of the sections as rows (section, key, value, unit, note); JSON
-// is the object the sections' figures build by their keys.
+// One command's output. Views: table and markdown draw the title and the sections'
+// labelled figures (as key/value rows), then each table (a blank line between parts),
+// then the footer; CSV draws the first table when there is one, else every figure of the
+// sections as rows (section, key, value, unit, note); JSON is the object the sections'
+// figures build by their keys.
 struct FigureDoc {
   std::string title;
   std::vector<FigureSection> sections;
-  std::optional<FigureTable> table;
+  std::vector<FigureTable> tables;
   std::vector<std::string> footer;  // readable views only: notes, warnings, log lines
   bool values_left = false;         // a report whose values are words (aligned left)
 };
