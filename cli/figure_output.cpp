@@ -60,6 +60,7 @@ Table figure_rows(const app::FigureDoc& doc) {
 
 std::string render_figures(const app::FigureDoc& doc, Format format) {
   if (format == Format::json) return render_json(app::figures_json(doc));
+  if (format == Format::csv && doc.csv_readable) return render_report(readable_report(doc), format);
   if (format == Format::csv)
     return render_table(doc.tables.empty() ? figure_rows(doc) : view_of(doc.tables.front(), true), format);
   const Report report = readable_report(doc);

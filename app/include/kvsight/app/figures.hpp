@@ -65,6 +65,10 @@ struct FigureDoc {
   std::vector<FigureTable> tables;
   std::vector<std::string> footer;  // readable views only: notes, warnings, log lines
   bool values_left = false;         // a report whose values are words (aligned left)
+  // CSV of the readable rows (section title, label, text, note) instead of the raw
+  // figures: the layout inspect, gates and probe reports had before figures (kept so their
+  // CSV does not change).
+  bool csv_readable = false;
 };
 
 // The JSON object of a document's figures (keys are paths; objects nest).
