@@ -17,7 +17,6 @@ Report readable_report(const app::FigureDoc& doc) {
       if (!figure.label.empty()) rows.rows.push_back({figure.label, figure.text, figure.note});
     if (!rows.rows.empty()) report.sections.push_back(std::move(rows));
   }
-  if (doc.tables.empty()) report.footer = doc.footer;
   return report;
 }
 
@@ -44,16 +43,31 @@ Table view_of(const app::FigureTable& source, bool csv) {
 // Every CSV-visible figure as a row: section and key from the path, the raw value, unit, note.
 Table figure_rows(const app::FigureDoc& doc) {
   Table table;
-  table.columns = {"section", "key", "value", "unit", "note"};
+  table.columns = doc.csv_header;
   for (const app::FigureSection& section : doc.sections)
     for (const app::Figure& figure : section.figures) {
-      if (!figure.in_csv || figure.key.empty()) continue;
-      const std::size_t dot = figure.key.find('.');
-      table.rows.push_back({figure.key.substr(0, dot),
-                            dot == std::string::npos ? "" : figure.key.substr(dot + 1), app::raw_text(figure.value),
-                            figure.unit, figure.csv_note.value_or(figure.note)});
+      const std::string& path = figure.csv_key ? *figure.csv_key : figure.key;
+      if (!figure.in_csv || path.empty()) continue;
+      const std::size_t dot = path.find('.');
+      std::vector<std::string> row;
+      for (const std::string& column : doc.csv_header) {
+        if (column == "section") row.push_back(path.substr(0, dot));
+        else if (column == "key") row.push_back(dot == std::string::npos ? "" : path.substr(dot + 1));
+        else if (column == "value") row.push_back(app::raw_text(figure.value));
+        else if (column == "unit") row.push_back(figure.unit);
+        else row.push_back(figure.csv_note.value_or(figure.note));
+      }
+      table.rows.push_back(std::move(row));
     }
   return table;
+}
+
+// The first table with CSV columns: the CSV view of a document whose rows are the answer.
+const app::FigureTable* csv_table(const app::FigureDoc& doc) {
+  for (const app::FigureTable& table : doc.tables)
+    for (const app::FigureColumn& column : table.columns)
+      if (!column.key.empty()) return &table;
+  return nullptr;
 }
 
 }  // namespace
@@ -61,15 +75,20 @@ Table figure_rows(const app::FigureDoc& doc) {
 std::string render_figures(const app::FigureDoc& doc, Format format) {
   if (format == Format::json) return render_json(app::figures_json(doc));
   if (format == Format::csv && doc.csv_readable) return render_report(readable_report(doc), format);
-  if (format == Format::csv)
-    return render_table(doc.tables.empty() ? figure_rows(doc) : view_of(doc.tables.front(), true), format);
-  const Report report = readable_report(doc);
-  std::string text = report.sections.empty() && report.title.empty() ? "" : render_report(report, format);
+  if (format == Format::csv) {
+    const app::FigureTable* table = csv_table(doc);
+    return render_table(table ? view_of(*table, true) : figure_rows(doc), format);
+  }
+  Report report = readable_report(doc);
+  // The footer closes the report when there is one (notes under its figures), else the table.
+  const bool has_report = !report.sections.empty() || !report.title.empty();
+  if (has_report) report.footer = doc.footer;
+  std::string text = has_report ? render_report(report, format) : "";
   for (const app::FigureTable& table : doc.tables) {
     if (!text.empty()) text += "\n";
     text += render_table(view_of(table, false), format);
   }
-  if (!doc.tables.empty())
+  if (!has_report)
     for (const std::string& line : doc.footer) text += line + "\n";
   return text;
 }

@@ -27,6 +27,9 @@ struct Figure {
   // The CSV's note when it differs from the readable one (shorter, or a reader's note
   // that names a section the CSV has not).
   std::optional<std::string> csv_note;
+  // The CSV's "section.key" when it differs from the JSON path (gates: JSON "model",
+  // CSV "summary,model").
+  std::optional<std::string> csv_key;
   bool in_csv = true;
   bool in_json = true;
 };
@@ -56,7 +59,7 @@ struct FigureTable {
 
 // One command's output. Views: table and markdown draw the title and the sections'
 // labelled figures (as key/value rows), then each table (a blank line between parts),
-// then the footer; CSV draws the first table when there is one, else every figure of the
+// then the footer; CSV draws the first table that has CSV columns, else every figure of the
 // sections as rows (section, key, value, unit, note); JSON is the object the sections'
 // figures build by their keys.
 struct FigureDoc {
@@ -69,6 +72,9 @@ struct FigureDoc {
   // figures: the layout inspect, gates and probe reports had before figures (kept so their
   // CSV does not change).
   bool csv_readable = false;
+  // The CSV header of the figure rows, by name: section, key, value, unit, and the note
+  // under the last name (gates print no unit and call the note "detail").
+  std::vector<std::string> csv_header = {"section", "key", "value", "unit", "note"};
 };
 
 // The JSON object of a document's figures (keys are paths; objects nest).

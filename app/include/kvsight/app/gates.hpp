@@ -3,6 +3,7 @@
 // device, why the others are refused, and the start-up constraints.
 #include <string>
 
+#include "kvsight/app/figures.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/gates.hpp"
@@ -26,5 +27,9 @@ struct GatesOutcome {
 };
 
 GatesOutcome run_gates(const GatesRequest& request);
+
+// The outcome as figures (app/src/gates_figures.cpp): the selected kernel per layer group,
+// the constraints, and the primary group's candidates in the engine's priority order.
+FigureDoc gates_figures(const GatesOutcome& outcome);
 
 }  // namespace kvsight::app
