@@ -2,10 +2,10 @@
 // that serves --concurrency sequences of --context tokens under the engine's rules,
 // fewest GPUs first, then most headroom; each rejected one with its reason.
 #include <algorithm>
-#include <chrono>
 #include <memory>
 
 #include "commands.hpp"
+#include "figure_output.hpp"
 #include "flag_groups.hpp"
 #include "kvsight/app/fit.hpp"
 #include "kvsight/checked.hpp"
@@ -73,36 +73,6 @@ void refuse_searched_fields(const CliState& state) {
   }
 }
 
-std::string headroom_text(double headroom) {
-  return (headroom >= 0 ? "+" : "") + fixed_text(headroom * 100.0, 1) + "%";
-}
-
-std::string block_text(const app::FitCandidate& c) {
-  if (c.block_size == 0) return c.block_size_requested ? std::to_string(c.block_size_requested) : "-";
-  return std::to_string(c.block_size);
-}
-
-nlohmann::json candidate_json(const app::FitCandidate& c) {
-  return {{"gpu", c.gpu},
-          {"tp", c.tp},
-          {"pp", c.pp},
-          {"gpus", c.gpu_count},
-          {"kv_cache_dtype", c.kv_cache_dtype},
-          {"kv_dtype_resolved", c.kv_dtype_resolved},
-          {"kv_quality", kv_quality_tier_name(c.kv_tier)},
-          {"block_size", c.block_size},
-          {"block_size_requested",
-           c.block_size_requested ? nlohmann::json(c.block_size_requested) : nlohmann::json(nullptr)},
-          {"fits", c.fits},
-          {"bytes_per_sequence", c.bytes_per_sequence},
-          {"needed_kv_bytes", c.needed_kv_bytes},
-          {"available_kv_bytes", c.available_kv_bytes},
-          {"weights_bytes_per_rank", c.weights_bytes_per_rank},
-          {"max_concurrency", c.max_concurrency},
-          {"headroom", c.headroom},
-          {"reasons", c.reasons}};
-}
-
 void run_fit(FitArgs& args, CliState& state) {
   check_engine_spellings(state, args.request.options.engine);
   refuse_searched_fields(state);
@@ -118,130 +88,10 @@ void run_fit(FitArgs& args, CliState& state) {
           item == "default" ? 0u
                             : static_cast<std::uint32_t>(parse_count_in(item, "--block-sizes", 1, 1u << 20)));
   }
-  const auto start = std::chrono::steady_clock::now();
+  const Format format = state.format();  // a bad --format is refused before the search
   const app::FitOutcome outcome = app::run_fit(request);
-  const double search_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   state.exit_code = app::exit_code(outcome.verdict);
-  const Format format = state.format();
-
-  if (format == Format::json) {
-    nlohmann::json accepted = nlohmann::json::array();
-    for (const auto& c : outcome.accepted) accepted.push_back(candidate_json(c));
-    nlohmann::json rejected = nlohmann::json::array();
-    for (const auto& c : outcome.rejected) rejected.push_back(candidate_json(c));
-    nlohmann::json refused = nlohmann::json::array();
-    for (const auto& r : outcome.refused_options)
-      refused.push_back({{"option", r.value}, {"reason", r.reason}});
-    const nlohmann::json out = {{"model", {{"id", outcome.model.id}, {"name", outcome.model.display_name}}},
-                                {"engine", outcome.engine},
-                                {"engine_version", outcome.engine_version},
-                                {"concurrency", outcome.concurrency},
-                                {"context", outcome.context},
-                                {"max_gpus", outcome.max_gpus},
-                                {"gpus", outcome.gpus},
-                                {"candidates_planned", outcome.candidates_planned},
-                                {"search_ms", search_ms},
-                                {"fits", !outcome.accepted.empty()},
-                                {"best", outcome.accepted.empty() ? nlohmann::json(nullptr)
-                                                                  : candidate_json(outcome.accepted.front())},
-                                {"accepted", accepted},
-                                {"rejected", rejected},
-                                {"refused_options", refused},
-                                {"duplicate_kv_cache_dtypes", outcome.duplicate_kv_cache_dtypes},
-                                {"lossy_kv_cache_dtypes_not_searched", outcome.lossy_kv_cache_dtypes}};
-    emit(state, render_json(out));
-    return;
-  }
-
-  if (format == Format::csv) {
-    // One table of raw numbers: every candidate, accepted first.
-    Table table;
-    table.columns = {"fits",
-                     "gpu",
-                     "tp",
-                     "pp",
-                     "gpus",
-                     "kv_cache_dtype",
-                     "kv_quality",
-                     "block_size",
-                     "bytes_per_sequence",
-                     "needed_kv_bytes",
-                     "available_kv_bytes",
-                     "max_concurrency",
-                     "headroom",
-                     "reason"};
-    auto add = [&](const app::FitCandidate& c) {
-      std::string reasons;
-      for (const std::string& r : c.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-      table.rows.push_back({c.fits ? "true" : "false", c.gpu, std::to_string(c.tp), std::to_string(c.pp),
-                            std::to_string(c.gpu_count), c.kv_cache_dtype, kv_quality_tier_name(c.kv_tier),
-                            std::to_string(c.block_size), std::to_string(c.bytes_per_sequence),
-                            std::to_string(c.needed_kv_bytes), std::to_string(c.available_kv_bytes),
-                            fixed_text(c.max_concurrency, 4), fixed_text(c.headroom, 4), reasons});
-    };
-    for (const auto& c : outcome.accepted) add(c);
-    for (const auto& c : outcome.rejected) add(c);
-    emit(state, render_table(table, format));
-    return;
-  }
-
-  const std::size_t top = args.top == 0 ? SIZE_MAX : static_cast<std::size_t>(args.top);
-  std::string text = "kvsight fit: " + outcome.model.id + ", " + std::to_string(outcome.concurrency) +
-                     " sequences of " + commas_text(outcome.context) + " tokens, under " +
-                     outcome.engine_display + " " + outcome.engine_version + "\n";
-  text += "searched " + std::to_string(outcome.gpus.size()) + " GPU kind(s), TP x PP up to " +
-          std::to_string(outcome.max_gpus) + " GPUs: " + std::to_string(outcome.candidates_planned) +
-          " plans, " + std::to_string(outcome.accepted.size() + outcome.rejected.size()) +
-          " distinct configurations\n\n";  // the search time is JSON's search_ms: the text stays reproducible
-  Table fits;
-  fits.title = std::to_string(outcome.accepted.size()) +
-               " configuration(s) fit, fewest GPUs first, then the least lossy KV type, then most headroom" +
-               (outcome.accepted.size() > top
-                    ? " (first " + std::to_string(top) + "; --top 0 or --format json for all)"
-                    : "");
-  fits.columns = {"GPUs",  "gpu",        "TP",         "PP",           "KV type",  "quality",
-                  "block", "KV/seq GiB", "needed GiB", "KV avail GiB", "max conc", "headroom"};
-  fits.right_align = {true, false, true, true, false, false, true, true, true, true, true, true};
-  for (std::size_t i = 0; i < outcome.accepted.size() && i < top; ++i) {
-    const auto& c = outcome.accepted[i];
-    fits.rows.push_back(
-        {std::to_string(c.gpu_count), c.gpu, std::to_string(c.tp), std::to_string(c.pp), c.kv_cache_dtype,
-         kv_quality_tier_name(c.kv_tier), block_text(c), fixed_text(to_gib(c.bytes_per_sequence), 3),
-         fixed_text(to_gib(c.needed_kv_bytes), 2), fixed_text(to_gib(c.available_kv_bytes), 2),
-         fixed_text(c.max_concurrency, 2) + "x", headroom_text(c.headroom)});
-  }
-  if (!outcome.accepted.empty())
-    text += render_table(fits, format) + "\n";
-  else
-    text += "nothing fits: no configuration searched serves the request (reasons below)\n\n";
-
-  Table rejected;
-  rejected.title = std::to_string(outcome.rejected.size()) + " configuration(s) rejected, fewest GPUs first" +
-                   (outcome.rejected.size() > top
-                        ? " (first " + std::to_string(top) + "; --top 0 or --format json for all)"
-                        : "");
-  rejected.columns = {"GPUs", "gpu", "TP", "PP", "KV type", "block", "reason"};
-  rejected.right_align = {true, false, true, true, false, true, false};
-  for (std::size_t i = 0; i < outcome.rejected.size() && i < top; ++i) {
-    const auto& c = outcome.rejected[i];
-    std::string reasons;
-    for (const std::string& r : c.reasons) reasons += (reasons.empty() ? "" : "; ") + r;
-    rejected.rows.push_back({std::to_string(c.gpu_count), c.gpu, std::to_string(c.tp), std::to_string(c.pp),
-                             c.kv_cache_dtype, block_text(c), reasons});
-  }
-  if (!outcome.rejected.empty()) text += render_table(rejected, format) + "\n";
-  for (const auto& r : outcome.refused_options)
-    text += "refused for this model: " + r.value + ": " + r.reason + "\n";
-  for (const auto& d : outcome.duplicate_kv_cache_dtypes) text += "not searched again: " + d + "\n";
-  if (!outcome.lossy_kv_cache_dtypes.empty()) {
-    std::string list;
-    for (const auto& d : outcome.lossy_kv_cache_dtypes) list += (list.empty() ? "" : ", ") + d;
-    text += "not searched (lossy KV cache types): " + list +
-            "; --kv-cache-dtypes all (or a list) searches them\n";
-  }
-  text += "KV figures are per GPU rank; GiB = 2^30 bytes; headroom = KV available / KV needed - 1.\n";
-  emit(state, text);
+  emit(state, render_figures(app::fit_figures(outcome, static_cast<std::size_t>(args.top)), format));
 }
 
 }  // namespace

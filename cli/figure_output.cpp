@@ -83,13 +83,28 @@ std::string render_figures(const app::FigureDoc& doc, Format format) {
   // The footer closes the report when there is one (notes under its figures), else the table.
   const bool has_report = !report.sections.empty() || !report.title.empty();
   if (has_report) report.footer = doc.footer;
-  std::string text = has_report ? render_report(report, format) : "";
-  for (const app::FigureTable& table : doc.tables) {
+  std::string text;
+  auto part = [&text](const std::string& block) {
+    if (block.empty()) return;
     if (!text.empty()) text += "\n";
-    text += render_table(view_of(table, false), format);
+    text += block;
+  };
+  std::string header;
+  for (const std::string& line : doc.header) header += line + "\n";
+  part(header);
+  if (has_report) part(render_report(report, format));
+  for (const app::FigureTable& table : doc.tables) {
+    const Table view = view_of(table, false);
+    if (view.columns.empty()) continue;  // a CSV-only table
+    if (table.rows.empty() && table.when_empty) part(table.when_empty->empty() ? "" : *table.when_empty + "\n");
+    else part(render_table(view, format));
   }
-  if (!has_report)
-    for (const std::string& line : doc.footer) text += line + "\n";
+  if (!has_report && !doc.footer.empty()) {
+    std::string footer;
+    for (const std::string& line : doc.footer) footer += line + "\n";
+    if (doc.footer_spaced) part(footer);
+    else text += footer;
+  }
   return text;
 }
 

@@ -5,6 +5,7 @@
 #include "kvsight/app/fit.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -189,6 +190,7 @@ std::string without_field(const InputError& e) {
 }  // namespace
 
 FitOutcome run_fit(const FitRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
   if (request.concurrency == 0)
     throw InputError("--concurrency", "is 0; allowed: a positive number of sequences");
   if (request.context == 0) throw InputError("--context", "is 0; allowed: a positive number of tokens");
@@ -354,6 +356,7 @@ FitOutcome run_fit(const FitRequest& request) {
                      return tie(a, b);
                    });
   outcome.verdict = outcome.accepted.empty() ? Verdict::check_failed : Verdict::ok;
+  outcome.search_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return outcome;
 }
 

@@ -272,6 +272,7 @@ FigureDoc fleet_figures(const PlanOutcome& outcome) {
   all.in_csv = verdict.in_csv = false;
   doc.sections.push_back({"", {all, verdict}});
   doc.tables.push_back(std::move(t));
+  doc.footer_spaced = false;  // the warnings follow the table's last row
   return doc;
 }
 

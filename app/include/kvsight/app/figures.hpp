@@ -55,18 +55,25 @@ struct FigureTable {
   std::string title;
   std::vector<FigureColumn> columns;
   std::vector<std::vector<FigureCell>> rows;
+  // With no rows, the readable views print this line instead ("" : nothing); unset, they
+  // print the empty table (its header).
+  std::optional<std::string> when_empty;
 };
 
-// One command's output. Views: table and markdown draw the title and the sections'
-// labelled figures (as key/value rows), then each table (a blank line between parts),
-// then the footer; CSV draws the first table that has CSV columns, else every figure of the
+// One command's output. Views: table and markdown draw the header lines, the title and the
+// sections' labelled figures (as key/value rows) with the footer under them, then each
+// table with labelled columns (a blank line between parts), then the footer if there was
+// no report; CSV draws the first table that has CSV columns, else every figure of the
 // sections as rows (section, key, value, unit, note); JSON is the object the sections'
 // figures build by their keys.
 struct FigureDoc {
+  std::vector<std::string> header;  // readable views only: lines before everything else
   std::string title;
   std::vector<FigureSection> sections;
   std::vector<FigureTable> tables;
   std::vector<std::string> footer;  // readable views only: notes, warnings, log lines
+  // A blank line between the last table and the footer (plan's fleet table: none).
+  bool footer_spaced = true;
   bool values_left = false;         // a report whose values are words (aligned left)
   // CSV of the readable rows (section title, label, text, note) instead of the raw
   // figures: the layout inspect, gates and probe reports had before figures (kept so their

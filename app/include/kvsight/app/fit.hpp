@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/app/figures.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/engine_decision.hpp"
@@ -89,11 +90,16 @@ struct FitOutcome {
   // Lossy types the default search left out (--kv-cache-dtypes all or a list searches them).
   std::vector<std::string> lossy_kv_cache_dtypes;
   std::uint64_t candidates_planned = 0;  // plan use case runs
+  double search_ms = 0.0;                // wall time of the search (JSON only: text stays reproducible)
   Verdict verdict = Verdict::ok;         // check_failed when nothing fits
 };
 
 // Throws InputError for bad input (naming the flag); a candidate the engine refuses is
 // a rejected candidate, not an error.
 FitOutcome run_fit(const FitRequest& request);
+
+// The outcome as figures (app/src/fit_figures.cpp): the readable tables show the first
+// `top` accepted and rejected configurations (0: all); CSV and JSON carry every one.
+FigureDoc fit_figures(const FitOutcome& outcome, std::size_t top);
 
 }  // namespace kvsight::app
