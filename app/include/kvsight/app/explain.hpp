@@ -60,4 +60,7 @@ struct ExplainOutcome {
 // ...) without a model, and whatever the plan use case throws for bad flags.
 ExplainOutcome run_explain(const ExplainRequest& request);
 
+// The outcome as figures (app/src/explain_figures.cpp): one row per term and replay.
+FigureDoc explain_figures(const ExplainRequest& request, const ExplainOutcome& outcome);
+
 }  // namespace kvsight::app
