@@ -32,11 +32,13 @@ Table view_of(const app::FigureTable& source, bool csv) {
     table.columns.push_back(csv ? column.key : column.label);
     table.right_align.push_back(!csv && column.right_align);
   }
-  for (const auto& cells : source.rows) {
+  auto add = [&](const std::vector<app::FigureCell>& cells) {
     std::vector<std::string> row;
     for (std::size_t c : shown) row.push_back(csv ? app::raw_text(cells[c].value) : cells[c].text);
     table.rows.push_back(std::move(row));
-  }
+  };
+  for (const auto& cells : source.rows) add(cells);
+  if (!csv && source.summary_row) add(*source.summary_row);
   return table;
 }
 
@@ -99,8 +101,13 @@ std::string render_figures(const app::FigureDoc& doc, Format format) {
     if (table.rows.empty() && table.when_empty) part(table.when_empty->empty() ? "" : *table.when_empty + "\n");
     else part(render_table(view, format));
   }
-  if (!has_report && !doc.footer.empty()) {
+  if (!has_report && (!doc.footer.empty() || doc.list)) {
     std::string footer;
+    if (doc.list) {
+      footer += doc.list->title + "\n";
+      for (const std::string& item : doc.list->items) footer += (format == Format::markdown ? "- " : "  ") + item + "\n";
+      if (doc.list->items.empty()) footer += "  " + doc.list->when_empty + "\n";
+    }
     for (const std::string& line : doc.footer) footer += line + "\n";
     if (doc.footer_spaced) part(footer);
     else text += footer;

@@ -58,6 +58,15 @@ struct FigureTable {
   // With no rows, the readable views print this line instead ("" : nothing); unset, they
   // print the empty table (its header).
   std::optional<std::string> when_empty;
+  // A last row for the readable views only (the fleet's medians under its nodes).
+  std::optional<std::vector<FigureCell>> summary_row;
+};
+
+// A titled list the readable views print before the footer ("Outliers": one item a line).
+struct FigureList {
+  std::string title;
+  std::vector<std::string> items;
+  std::string when_empty;  // the one item when there is none ("none")
 };
 
 // One command's output. Views: table and markdown draw the header lines, the title and the
@@ -71,6 +80,7 @@ struct FigureDoc {
   std::string title;
   std::vector<FigureSection> sections;
   std::vector<FigureTable> tables;
+  std::optional<FigureList> list;   // readable views only: before the footer
   std::vector<std::string> footer;  // readable views only: notes, warnings, log lines
   // A blank line between the last table and the footer (plan's fleet table: none).
   bool footer_spaced = true;

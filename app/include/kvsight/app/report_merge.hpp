@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/app/figures.hpp"
+
 namespace kvsight::app {
 
 // The schema report merge reads; any other is refused (docs/preflight-report.md).
@@ -65,6 +67,10 @@ struct MergeOutcome {
 // Throws InputError naming the file and key for a file that is not a
 // kvsight.preflight/1 report, or naming DIR when it holds none.
 MergeOutcome merge_reports(const std::string& directory);
+
+// The merge as figures (app/src/report_merge_figures.cpp): one row per node, the medians,
+// the outliers with their reasons.
+FigureDoc merge_figures(const MergeOutcome& outcome);
 
 // Median of the values (the mean of the middle two for an even count); nullopt when empty.
 std::optional<double> median(std::vector<double> values);
