@@ -42,8 +42,7 @@ void add_gates_command(CLI::App& app, CliState& state) {
                       "Catalog id or Hugging Face id, config.json path, directory, or HF cache org/name",
                       "GPU catalog id, any case (kvsight gpus); required");
   add_engine_flags(*command, args->options);
-  add_count_flag(*command, "--batch", args->options.batch, "Sequences decoding together (default 1)", 1,
-                 1ull << 24);
+  add_batch_flag(*command, args->options.batch, "Sequences decoding together (default 1)");
   add_output_options(*command, state);
   command->footer(
       "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention "

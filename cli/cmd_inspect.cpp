@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "figure_output.hpp"
+#include "flag_groups.hpp"
 #include "kvsight/app/inspect.hpp"
 
 namespace kvsight::cli {
@@ -17,8 +18,7 @@ void add_inspect_command(CLI::App& app, CliState& state) {
       "what kvsight derived from it: per-layer attention kinds, KV heads and head dims, RoPE/NoPE layers, rope\n"
       "scaling and whether the context is native or extended, and every default it had to assume.\n"
       "Example: kvsight inspect --model smollm3-3b --format json");
-  cmd->add_option("--model,-m", *model_arg, "Catalog id, config.json path, directory, or org/name in the local HF cache")
-      ->required();
+  add_model_flag(*cmd, *model_arg, true, "Catalog id, config.json path, directory, or org/name in the local HF cache");
   add_output_options(*cmd, state);
   cmd->callback([model_arg, &state] {
     const Format format = state.format();

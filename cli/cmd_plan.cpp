@@ -90,10 +90,10 @@ void add_plan_command(CLI::App& app, CliState& state) {
   // No range beyond 64 bits: the products they enter are overflow-checked and say which.
   add_count_flag(*cmd, "--context", e.context,
                  "Tokens per sequence for the kv.* figures (default: max_model_len)", 0, UINT64_MAX);
-  add_count_flag(*cmd, "--batch,-b", e.batch,
+  add_batch_flag(*cmd, e.batch,
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
-                 1, UINT64_MAX);
+                 UINT64_MAX, "--batch,-b");
   cmd->add_option("--activation-gib", args->activation_gib, "Override the activation-peak estimate (GiB)");
   cmd->add_option("--non-torch-gib", args->non_torch_gib, "Override the non-torch memory estimate (GiB)");
   cmd->add_option("--cuda-graph-gib", args->cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");

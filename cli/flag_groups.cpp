@@ -61,10 +61,15 @@ bool reads(const Engine& engine, OptionField field) { return engine.reads(field)
 
 }  // namespace
 
+CLI::Option* add_model_flag(CLI::App& command, std::string& model, bool required, const std::string& help) {
+  auto* option = command.add_option("--model,-m", model, help);
+  if (required) option->required();
+  return option;
+}
+
 void add_model_gpu_flags(CLI::App& command, std::string& model, std::string& gpu, bool model_required,
                          const std::string& model_help, const std::string& gpu_help) {
-  auto* option = command.add_option("--model,-m", model, model_help);
-  if (model_required) option->required();
+  add_model_flag(command, model, model_required, model_help);
   command.add_option("--gpu,-g", gpu, gpu_help);
 }
 
@@ -138,6 +143,15 @@ CLI::Option* add_count_flag(CLI::App& command, const std::string& names, std::ui
       names,
       [&target, flag, min, max](const std::string& text) { target = parse_count_in(text, flag, min, max); },
       help);
+}
+
+CLI::Option* add_batch_flag(CLI::App& command, std::uint64_t& batch, const std::string& help, std::uint64_t max,
+                            const std::string& names) {
+  return add_count_flag(command, names, batch, help, 1, max);
+}
+
+CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help) {
+  return command.add_option("--backend", backend, help);
 }
 
 std::vector<std::string> normalize_arguments(int argc, const char* const* argv, CliState& state) {

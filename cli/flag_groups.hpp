@@ -14,6 +14,9 @@
 
 namespace kvsight::cli {
 
+// --model/-m alone (inspect: a model and no device).
+CLI::Option* add_model_flag(CLI::App& command, std::string& model, bool required, const std::string& help);
+
 // --model/-m (required unless `required` is false) and --gpu/-g.
 void add_model_gpu_flags(CLI::App& command, std::string& model, std::string& gpu, bool model_required,
                          const std::string& model_help, const std::string& gpu_help);
@@ -31,6 +34,16 @@ void check_engine_spellings(CliState& state, const std::string& engine);
 // A count flag in the one grammar: decimal, K/M suffixes, [min, max].
 CLI::Option* add_count_flag(CLI::App& command, const std::string& names, std::uint64_t& target,
                             const std::string& help, std::uint64_t min, std::uint64_t max);
+
+// --batch: sequences decoded together, a count from 1 to `max` (the commands that run or
+// model a decode step cap it at 2^24; plan's figures only multiply it, overflow-checked).
+// `names` adds a command's other spellings ("--batch,-b").
+inline constexpr std::uint64_t kMaxDecodeBatch = 1ull << 24;
+CLI::Option* add_batch_flag(CLI::App& command, std::uint64_t& batch, const std::string& help,
+                            std::uint64_t max = kMaxDecodeBatch, const std::string& names = "--batch");
+
+// --backend: where the probe kernels run (auto, cpu, cuda, hip; probes/ checks the name).
+CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help);
 
 // Rewrites the engines' single-dash multi-letter spellings ("-tp", "-ctk") that CLI11
 // cannot register into their long form, and records every flag token typed (before the
