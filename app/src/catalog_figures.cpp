@@ -36,9 +36,7 @@ void add_row(FigureTable& table, const std::vector<std::string>& cells) {
 
 FigureDoc catalog_doc(FigureTable table, const std::string& key, nlohmann::json rows) {
   FigureDoc doc;
-  Figure entries{key, std::move(rows)};
-  entries.in_csv = false;
-  doc.sections.push_back({"", {entries}});
+  doc.sections.push_back(json_section({{key, std::move(rows)}}));
   doc.tables.push_back(std::move(table));
   return doc;
 }

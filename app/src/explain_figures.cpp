@@ -59,8 +59,7 @@ FigureDoc explain_figures(const ExplainRequest& request, const ExplainOutcome& o
   }
   nlohmann::json largest = nullptr;
   if (out.largest) largest = out.terms[*out.largest].name + " (" + out.terms[*out.largest].replay + ")";
-  FigureSection json{"", {}};
-  for (auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+  doc.sections.push_back(json_section({
            {"log", request.log_name},
            {"engine", out.engine},
            {"engine_version", out.engine_version},
@@ -71,12 +70,7 @@ FigureDoc explain_figures(const ExplainRequest& request, const ExplainOutcome& o
            {"terms", terms},
            {"largest_difference", largest},
            {"largest_summary", out.largest_summary},
-           {"notes", out.notes}}) {
-    Figure f{key, value};
-    f.in_csv = false;
-    json.figures.push_back(f);
-  }
-  doc.sections.push_back(json);
+           {"notes", out.notes}}));
   doc.tables.push_back(std::move(table));
   doc.footer.push_back(out.largest_summary);
   for (const std::string& input : out.inputs_from_log) doc.footer.push_back("from the log: " + input);

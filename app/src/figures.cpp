@@ -5,6 +5,24 @@
 
 namespace kvsight::app {
 
+Figure json_figure(std::string key, nlohmann::json value) {
+  Figure figure{std::move(key), std::move(value)};
+  figure.in_csv = false;
+  return figure;
+}
+
+Figure csv_figure(std::string key, nlohmann::json value, std::string note) {
+  Figure figure{std::move(key), std::move(value), "", "", "", std::move(note)};
+  figure.in_json = false;
+  return figure;
+}
+
+FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> entries) {
+  FigureSection section{"", {}};
+  for (auto& [key, value] : entries) section.figures.push_back(json_figure(std::move(key), std::move(value)));
+  return section;
+}
+
 nlohmann::json figures_json(const FigureDoc& doc) {
   nlohmann::json out = nlohmann::json::object();
   for (const FigureSection& section : doc.sections)

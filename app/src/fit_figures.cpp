@@ -129,8 +129,7 @@ FigureSection json_figures(const FitOutcome& outcome) {
   for (const auto& c : outcome.accepted) accepted.push_back(candidate_json(c));
   for (const auto& c : outcome.rejected) rejected.push_back(candidate_json(c));
   for (const auto& r : outcome.refused_options) refused.push_back({{"option", r.value}, {"reason", r.reason}});
-  FigureSection s{"", {}};
-  for (auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+  return json_section({
            {"model", {{"id", outcome.model.id}, {"name", outcome.model.display_name}}},
            {"engine", outcome.engine},
            {"engine_version", outcome.engine_version},
@@ -146,12 +145,7 @@ FigureSection json_figures(const FitOutcome& outcome) {
            {"rejected", rejected},
            {"refused_options", refused},
            {"duplicate_kv_cache_dtypes", outcome.duplicate_kv_cache_dtypes},
-           {"lossy_kv_cache_dtypes_not_searched", outcome.lossy_kv_cache_dtypes}}) {
-    Figure f{key, value};
-    f.in_csv = false;
-    s.figures.push_back(f);
-  }
-  return s;
+           {"lossy_kv_cache_dtypes_not_searched", outcome.lossy_kv_cache_dtypes}});
 }
 
 }  // namespace

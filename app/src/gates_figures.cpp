@@ -51,13 +51,6 @@ std::string reasons_or_source(const KernelVerdict& verdict) {
   return reasons.empty() ? verdict.source : reasons;
 }
 
-Figure only(std::string key, nlohmann::json value, bool csv, std::string note = "") {
-  Figure f{std::move(key), std::move(value), "", "", "", std::move(note)};
-  f.in_csv = csv;
-  f.in_json = !csv;
-  return f;
-}
-
 Figure shared(std::string json_key, std::string csv_key, nlohmann::json value, std::string csv_note = "") {
   Figure f{std::move(json_key), std::move(value)};
   f.csv_key = std::move(csv_key);
@@ -74,9 +67,9 @@ FigureSection selected_figures(const GatesOutcome& outcome) {
   f.push_back(shared("model", "summary.model", outcome.model.id));
   f.push_back(shared("gpu", "summary.gpu", outcome.gpu.id, outcome.gpu.arch));
   f.push_back(shared("engine", "summary.engine", result.engine, result.engine_version));
-  f.push_back(only("summary.head_size", std::to_string(primary.head_size), true, primary.kind));
-  f.push_back(only("summary.q_heads_per_rank", std::to_string(primary.q_heads_per_rank), true));
-  f.push_back(only("summary.kv_heads_per_rank", std::to_string(primary.kv_heads_per_rank), true));
+  f.push_back(csv_figure("summary.head_size", std::to_string(primary.head_size), primary.kind));
+  f.push_back(csv_figure("summary.q_heads_per_rank", std::to_string(primary.q_heads_per_rank)));
+  f.push_back(csv_figure("summary.kv_heads_per_rank", std::to_string(primary.kv_heads_per_rank)));
   f.push_back(Figure{"", nullptr, "", "attention layers", std::to_string(primary.layer_count) + " " + primary.kind,
                      "head_size " + std::to_string(primary.head_size) + ", " +
                          std::to_string(primary.q_heads_per_rank) + " Q / " +
@@ -92,20 +85,20 @@ FigureSection selected_figures(const GatesOutcome& outcome) {
   tp.text = std::to_string(result.tp);
   tp.in_json = false;
   f.push_back(tp);
-  f.push_back(only("summary.max_seq_len", std::to_string(result.max_seq_len), true));
-  Figure selected = only("summary.selected", primary.selected, true, primary.selected_name);
+  f.push_back(csv_figure("summary.max_seq_len", std::to_string(result.max_seq_len)));
+  Figure selected = csv_figure("summary.selected", primary.selected, primary.selected_name);
   selected.label = "selected";
   selected.text = primary.selected.empty() ? "(none)" : primary.selected;
   f.push_back(selected);
-  Figure splits = only("summary.splits_context", primary.splits_context, true, split_rule);
+  Figure splits = csv_figure("summary.splits_context", primary.splits_context, split_rule);
   splits.label = "splits context";
   splits.text = primary.splits_context ? "yes" : "NO";
   f.push_back(splits);
   // Each candidate's verdict: CSV rows here; the readable views draw them as a table.
   for (const KernelVerdict& verdict : primary.kernels)
-    f.push_back(only("kernel." + verdict.kernel,
-                     verdict.selected ? "selected" : (verdict.admitted ? "admitted" : "refused"), true,
-                     reasons_or_source(verdict)));
+    f.push_back(csv_figure("kernel." + verdict.kernel,
+                           verdict.selected ? "selected" : (verdict.admitted ? "admitted" : "refused"),
+                           reasons_or_source(verdict)));
   // JSON's own figures (typed numbers where the CSV has text).
   nlohmann::json groups = nlohmann::json::array();
   for (const LayerGroupGate& group : result.groups) groups.push_back(group_json(group, result.block_size));
@@ -122,7 +115,7 @@ FigureSection selected_figures(const GatesOutcome& outcome) {
            {"max_seq_len", result.max_seq_len},
            {"kv_cache_dtype", outcome.options.kv_cache_dtype},
            {"attention", attention}})
-    f.push_back(only(key, value, false));
+    f.push_back(json_figure(key, value));
   return s;
 }
 
@@ -147,17 +140,17 @@ FigureSection constraint_figures(const GateResult& result) {
   nlohmann::json constraints = nlohmann::json::array();
   for (const GateConstraint& c : result.constraints) {
     constraints.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}, {"source", c.source}});
-    Figure row = only("constraint." + c.name, c.ok ? "ok" : "refused", true, c.detail);
+    Figure row = csv_figure("constraint." + c.name, c.ok ? "ok" : "refused", c.detail);
     row.label = c.name;
     row.text = c.ok ? "ok" : "REFUSED";
     s.figures.push_back(row);
   }
-  s.figures.push_back(only("constraints", constraints, false));
-  for (const std::string& error : result.errors) s.figures.push_back(only("error.", error, true));
-  for (const std::string& note : result.notes) s.figures.push_back(only("note.", note, true));
-  s.figures.push_back(only("errors", result.errors, false));
-  s.figures.push_back(only("notes", result.notes, false));
-  s.figures.push_back(only("can_start", result.errors.empty(), false));
+  s.figures.push_back(json_figure("constraints", constraints));
+  for (const std::string& error : result.errors) s.figures.push_back(csv_figure("error.", error));
+  for (const std::string& note : result.notes) s.figures.push_back(csv_figure("note.", note));
+  s.figures.push_back(json_figure("errors", result.errors));
+  s.figures.push_back(json_figure("notes", result.notes));
+  s.figures.push_back(json_figure("can_start", result.errors.empty()));
   return s;
 }
 

@@ -35,12 +35,6 @@ std::string layer_summary(const ModelSpec& m) {
   return out;
 }
 
-Figure json_only(std::string key, nlohmann::json value) {
-  Figure f{std::move(key), std::move(value)};
-  f.in_csv = false;
-  return f;
-}
-
 // A row of the readable report with no JSON figure of its own (JSON has the parts).
 Figure prose(std::string label, std::string text, std::string note = "") {
   return Figure{"", nullptr, "", std::move(label), std::move(text), std::move(note)};
@@ -69,23 +63,23 @@ nlohmann::json layers_json(const ModelSpec& m) {
 FigureSection shape_figures(const ModelSpec& m) {
   FigureSection s{"Shape", {}};
   auto& f = s.figures;
-  f.push_back(json_only("id", m.id));
-  f.push_back(json_only("name", m.display_name));
-  f.push_back(json_only("source", m.source));
+  f.push_back(json_figure("id", m.id));
+  f.push_back(json_figure("name", m.display_name));
+  f.push_back(json_figure("source", m.source));
   f.push_back({"architecture", m.architecture, "", "architecture", m.architecture.empty() ? "-" : m.architecture,
                m.model_type});
-  f.push_back(json_only("model_type", m.model_type));
+  f.push_back(json_figure("model_type", m.model_type));
   f.push_back({"dtype", m.dtype, "", "dtype", m.dtype,
                m.quantization.method.empty() ? "" : "quantized: " + m.quantization.method});
-  f.push_back(json_only("quantization",
+  f.push_back(json_figure("quantization",
                         {{"method", m.quantization.method}, {"bits_per_weight", m.quantization.bits_per_weight}}));
   const std::uint64_t params = count_params(m);
   f.push_back({"params", params, "", "parameters", commas_text(params), "from shapes"});
   f.push_back({"hidden_size", m.hidden_size, "", "hidden size", commas_text(m.hidden_size)});
   f.push_back({"num_layers", m.num_layers(), "", "layers", std::to_string(m.num_layers()), layer_summary(m)});
-  f.push_back(json_only("num_attention_heads", m.num_attention_heads));
-  f.push_back(json_only("num_kv_heads", m.num_kv_heads));
-  f.push_back(json_only("gqa_ratio", m.num_kv_heads ? m.num_attention_heads / m.num_kv_heads : 0));
+  f.push_back(json_figure("num_attention_heads", m.num_attention_heads));
+  f.push_back(json_figure("num_kv_heads", m.num_kv_heads));
+  f.push_back(json_figure("gqa_ratio", m.num_kv_heads ? m.num_attention_heads / m.num_kv_heads : 0));
   if (m.num_attention_heads)
     f.push_back(prose("query heads / KV heads",
                       std::to_string(m.num_attention_heads) + " / " + std::to_string(m.num_kv_heads),
@@ -93,18 +87,18 @@ FigureSection shape_figures(const ModelSpec& m) {
                       : m.num_kv_heads == m.num_attention_heads ? "MHA"
                                                                 : "GQA " + std::to_string(m.num_attention_heads / m.num_kv_heads)));
   f.push_back({"head_dim", m.head_dim, "", m.num_attention_heads ? "head_dim" : "", std::to_string(m.head_dim)});
-  f.push_back(json_only("vocab_size", m.vocab_size));
-  f.push_back(json_only("intermediate_size", m.intermediate_size));
-  f.push_back(json_only("tie_word_embeddings", m.tie_word_embeddings));
+  f.push_back(json_figure("vocab_size", m.vocab_size));
+  f.push_back(json_figure("intermediate_size", m.intermediate_size));
+  f.push_back(json_figure("tie_word_embeddings", m.tie_word_embeddings));
   nlohmann::json counts = nlohmann::json::object();
   for (LayerKind kind : kAllKinds) counts[std::string(to_string(kind))] = m.count(kind);
-  f.push_back(json_only("layer_counts", counts));
-  f.push_back(json_only("attention_layers", m.attention_layer_count()));
-  f.push_back(json_only("layers", layers_json(m)));
+  f.push_back(json_figure("layer_counts", counts));
+  f.push_back(json_figure("attention_layers", m.attention_layer_count()));
+  f.push_back(json_figure("layers", layers_json(m)));
   if (m.mla) {
     f.push_back(prose("MLA latent", std::to_string(m.mla->kv_lora_rank) + " + " + std::to_string(m.mla->qk_rope_head_dim),
                       "kv_lora_rank + qk_rope_head_dim, one per token"));
-    f.push_back(json_only("mla", {{"kv_lora_rank", m.mla->kv_lora_rank},
+    f.push_back(json_figure("mla", {{"kv_lora_rank", m.mla->kv_lora_rank},
                                   {"q_lora_rank", m.mla->q_lora_rank},
                                   {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
                                   {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
@@ -114,7 +108,7 @@ FigureSection shape_figures(const ModelSpec& m) {
     f.push_back(prose("experts",
                       std::to_string(m.moe.num_experts) + " (top " + std::to_string(m.moe.experts_per_token) + ")",
                       m.moe.num_shared_experts ? std::to_string(m.moe.num_shared_experts) + " shared" : ""));
-    f.push_back(json_only("moe", {{"experts", m.moe.num_experts},
+    f.push_back(json_figure("moe", {{"experts", m.moe.num_experts},
                                   {"experts_per_token", m.moe.experts_per_token},
                                   {"shared_experts", m.moe.num_shared_experts},
                                   {"moe_intermediate_size", m.moe.moe_intermediate_size}}));
@@ -125,7 +119,7 @@ FigureSection shape_figures(const ModelSpec& m) {
     f.push_back(prose("recurrent layers", std::string(to_string(r.kind)),
                       "state per layer " + commas_text(state.total()) + " B (conv " + r.conv_dtype + ", ssm " +
                           r.ssm_dtype + ")"));
-    f.push_back(json_only("recurrent", {{"kind", std::string(to_string(r.kind))},
+    f.push_back(json_figure("recurrent", {{"kind", std::string(to_string(r.kind))},
                                         {"conv_dtype", r.conv_dtype},
                                         {"ssm_dtype", r.ssm_dtype},
                                         {"conv_state_bytes_per_layer", state.conv},
@@ -138,14 +132,14 @@ FigureSection position_figures(const ModelSpec& m) {
   FigureSection s{"Positions", {}};
   auto& f = s.figures;
   const RopeScaling& scaling = m.rope_scaling;
-  f.push_back(json_only("rope_layers", m.rope_layer_count()));
-  f.push_back(json_only("nope_layers", m.nope_layer_count()));
+  f.push_back(json_figure("rope_layers", m.rope_layer_count()));
+  f.push_back(json_figure("nope_layers", m.nope_layer_count()));
   f.push_back(prose("RoPE / NoPE attention layers",
                     std::to_string(m.rope_layer_count()) + " / " + std::to_string(m.nope_layer_count())));
   f.push_back({"rope.theta", m.rope_theta, "", "rope_theta", m.rope_theta > 0 ? fixed_text(m.rope_theta, 0) : "-"});
-  f.push_back(json_only("rope.scaling_type", scaling.type.empty() ? nlohmann::json(nullptr) : nlohmann::json(scaling.type)));
-  f.push_back(json_only("rope.factor", scaling.factor));
-  f.push_back(json_only("rope.original_max_position_embeddings", scaling.original_max_position_embeddings));
+  f.push_back(json_figure("rope.scaling_type", scaling.type.empty() ? nlohmann::json(nullptr) : nlohmann::json(scaling.type)));
+  f.push_back(json_figure("rope.factor", scaling.factor));
+  f.push_back(json_figure("rope.original_max_position_embeddings", scaling.original_max_position_embeddings));
   f.push_back(prose("rope scaling", scaling.present() ? scaling.type + " x" + fixed_text(scaling.factor, 2) : "none",
                     scaling.original_max_position_embeddings
                         ? "trained at " + commas_text(scaling.original_max_position_embeddings)
@@ -155,7 +149,7 @@ FigureSection position_figures(const ModelSpec& m) {
                         scaling.original_max_position_embeddings < derived;
   f.push_back({"context.max_position_embeddings", m.max_position_embeddings, "", "max_position_embeddings",
                commas_text(m.max_position_embeddings)});
-  f.push_back(json_only("context.native", scaling.present() && scaling.original_max_position_embeddings
+  f.push_back(json_figure("context.native", scaling.present() && scaling.original_max_position_embeddings
                                               ? scaling.original_max_position_embeddings
                                               : m.max_position_embeddings));
   f.push_back({"context.derived_max_model_len", derived, "", "context (vLLM derived max)", commas_text(derived),
@@ -184,7 +178,7 @@ FigureDoc inspect_model(const std::string& model_name) {
   FigureDoc doc;
   doc.title = "kvsight inspect: " + (m.display_name.empty() ? m.id : m.display_name);
   doc.csv_readable = true;
-  Figure notes = json_only("notes", m.notes);
+  Figure notes = json_figure("notes", m.notes);
   doc.sections = {shape_figures(m), position_figures(m), kv_figures(fp), {"", {notes}}};
   std::string kinds, rope;
   for (const auto& l : m.layers) {

@@ -37,15 +37,10 @@ FigureSection identity(const PlanItem& item, const EngineOptions& o) {
     gpu = {{"id", item.gpu->id}, {"name", item.gpu->name}, {"memory_bytes", item.gpu->memory_bytes}};
   else if (o.gpu_memory_bytes)
     gpu = {{"id", "custom"}, {"name", "--gpu-mem-gib"}, {"memory_bytes", *o.gpu_memory_bytes}};
-  auto json_only = [](std::string key, nlohmann::json value) {
-    Figure f{std::move(key), std::move(value)};
-    f.in_csv = false;
-    return f;
-  };
   return {"",
-          {json_only("model", {{"id", model.id}, {"name", model.display_name}, {"source", model.source}}),
-           json_only("gpu", gpu), json_only("engine", {{"name", r.engine}, {"version", r.engine_version}}),
-           json_only("parallel", {{"tensor_parallel_size", o.tp}, {"pipeline_parallel_size", o.pp}})}};
+          {json_figure("model", {{"id", model.id}, {"name", model.display_name}, {"source", model.source}}),
+           json_figure("gpu", gpu), json_figure("engine", {{"name", r.engine}, {"version", r.engine_version}}),
+           json_figure("parallel", {{"tensor_parallel_size", o.tp}, {"pipeline_parallel_size", o.pp}})}};
 }
 
 FigureSection kv_figures(const ModelSpec& model, const PlanResult& r, const EngineOptions& o, bool per_rank) {
@@ -72,11 +67,8 @@ FigureSection kv_figures(const ModelSpec& model, const PlanResult& r, const Engi
   s.figures.push_back({"kv.batch", kv.batch, "sequences"});
   s.figures.push_back({"kv.bytes_per_batch", kv.bytes_per_batch, "B", "per batch of " + commas_text(kv.batch),
                        bytes_text(kv.bytes_per_batch), "", ""});
-  Figure dtype{"kv.kv_cache_dtype", o.kv_cache_dtype};
-  Figure rank{"kv.per_rank", true};
-  dtype.in_csv = rank.in_csv = false;
-  s.figures.push_back(dtype);
-  s.figures.push_back(rank);
+  s.figures.push_back(json_figure("kv.kv_cache_dtype", o.kv_cache_dtype));
+  s.figures.push_back(json_figure("kv.per_rank", true));
   return s;
 }
 
@@ -92,11 +84,8 @@ FigureSection weight_figures(const PlanResult& r, bool per_rank) {
   s.figures.push_back({"weights.bytes_per_rank", w.bytes_per_rank, "B", per_rank ? "bytes per rank" : "",
                        bytes_text(w.bytes_per_rank), "largest rank", ""});
   for (auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"weights.bits_per_weight", w.bits_per_weight}, {"weights.exact", w.exact}, {"weights.method", w.method}}) {
-    Figure f{key, value};
-    f.in_csv = false;
-    s.figures.push_back(f);
-  }
+           {"weights.bits_per_weight", w.bits_per_weight}, {"weights.exact", w.exact}, {"weights.method", w.method}})
+    s.figures.push_back(json_figure(key, value));
   return s;
 }
 
@@ -104,9 +93,7 @@ FigureSection capacity_figures(const PlanItem& item, bool per_rank) {
   const PlanResult& r = item.result;
   FigureSection s{"Capacity" + std::string(per_rank ? " (per rank; minimum over ranks)" : ""), {}};
   if (!r.capacity) {
-    Figure none{"capacity", nullptr};
-    none.in_csv = false;
-    s.figures.push_back(none);
+    s.figures.push_back(json_figure("capacity", nullptr));
   } else {
     const Capacity& c = *r.capacity;
     s.figures.push_back({"capacity.gpu_memory_bytes", c.gpu_memory_bytes, "B", "GPU memory (runtime total)",
@@ -129,24 +116,17 @@ FigureSection capacity_figures(const PlanItem& item, bool per_rank) {
     s.figures.push_back({"capacity.fits", c.fits, ""});
     s.figures.push_back({"capacity.largest_max_model_len", c.largest_max_model_len, "tokens",
                          "largest max_model_len that fits", commas_text(c.largest_max_model_len), "", ""});
-    Figure rank{"capacity.limiting_rank", c.limiting_rank};
-    rank.in_csv = false;
-    s.figures.push_back(rank);
+    s.figures.push_back(json_figure("capacity.limiting_rank", c.limiting_rank));
   }
   // The start-up checks: CSV rows here (after capacity, before the assumptions), one
   // JSON array; the readable views show refusals in the footer's warnings.
   nlohmann::json checks = nlohmann::json::array();
   for (const StartupCheck& c : item.decision.checks) {
     checks.push_back({{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}, {"source", c.source}});
-    Figure row{"constraint." + c.name, c.ok ? "ok" : "refused", ""};
-    row.csv_note = c.detail;
-    row.in_json = false;
-    s.figures.push_back(row);
+    s.figures.push_back(csv_figure("constraint." + c.name, c.ok ? "ok" : "refused", c.detail));
   }
-  Figure constraints{"constraints", checks}, refusals{"refusals", item.decision.refusals},
-      verdict{"verdict", verdict_text(item.verdict)};
-  constraints.in_csv = refusals.in_csv = verdict.in_csv = false;
-  s.figures.insert(s.figures.end(), {constraints, refusals, verdict});
+  s.figures.insert(s.figures.end(), {json_figure("constraints", checks), json_figure("refusals", item.decision.refusals),
+                                     json_figure("verdict", verdict_text(item.verdict))});
   return s;
 }
 
@@ -159,9 +139,7 @@ FigureSection assumption_figures(const PlanResult& r) {
     f.in_json = false;
     s.figures.push_back(f);
   }
-  Figure json{"assumptions", all};
-  json.in_csv = false;
-  s.figures.push_back(json);
+  s.figures.push_back(json_figure("assumptions", all));
   return s;
 }
 
@@ -171,20 +149,15 @@ FigureSection message_figures(const PlanResult& r) {
   FigureSection s{"", {}};
   auto rows = [&s](const std::string& section, const std::string& key, const std::vector<std::string>& lines) {
     for (const std::string& line : lines) {
-      Figure f{section + "." + key, line, ""};
-      f.in_json = false;
-      s.figures.push_back(f);
+      s.figures.push_back(csv_figure(section + "." + key, line));
     }
   };
   rows("engine_log", r.engine, r.engine_log);
   rows("note", "", r.notes);
   rows("warning", "", r.warnings);
   for (auto& [key, lines] : std::vector<std::pair<std::string, std::vector<std::string>>>{
-           {"engine_log", r.engine_log}, {"notes", r.notes}, {"warnings", r.warnings}}) {
-    Figure f{key, lines};
-    f.in_csv = false;
-    s.figures.push_back(f);
-  }
+           {"engine_log", r.engine_log}, {"notes", r.notes}, {"warnings", r.warnings}})
+    s.figures.push_back(json_figure(key, lines));
   return s;
 }
 
@@ -268,9 +241,7 @@ FigureDoc fleet_figures(const PlanOutcome& outcome) {
     row.push_back({"", warnings});
     t.rows.push_back(std::move(row));
   }
-  Figure all{"rows", rows}, verdict{"verdict", verdict_text(outcome.verdict)};
-  all.in_csv = verdict.in_csv = false;
-  doc.sections.push_back({"", {all, verdict}});
+  doc.sections.push_back(json_section({{"rows", rows}, {"verdict", verdict_text(outcome.verdict)}}));
   doc.tables.push_back(std::move(t));
   doc.footer_spaced = false;  // the warnings follow the table's last row
   return doc;

@@ -51,8 +51,7 @@ FigureSection json_figures(const MergeOutcome& out) {
     nodes.push_back(node_json(n));
     if (!n.outlier_reasons.empty()) outliers.push_back({{"host", n.host}, {"reasons", n.outlier_reasons}});
   }
-  FigureSection s{"", {}};
-  for (auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+  return json_section({
            {"directory", out.directory},
            {"schema_read", kPreflightSchema},
            {"nodes", nodes},
@@ -67,12 +66,7 @@ FigureSection json_figures(const MergeOutcome& out) {
            {"counts", {{"nodes", out.nodes.size()}, {"pass", out.pass}, {"warn", out.warn}, {"fail", out.fail}}},
            {"outliers", outliers},
            {"notes", out.notes},
-           {"exit_code", out.exit_code}}) {
-    Figure f{key, value};
-    f.in_csv = false;
-    s.figures.push_back(f);
-  }
-  return s;
+           {"exit_code", out.exit_code}});
 }
 
 FigureTable node_table(const MergeOutcome& out) {

@@ -94,6 +94,13 @@ struct FigureDoc {
   std::vector<std::string> csv_header = {"section", "key", "value", "unit", "note"};
 };
 
+// A figure only JSON carries (the readable views and the CSV show it in their own form).
+Figure json_figure(std::string key, nlohmann::json value);
+// A figure only the CSV carries as a row (JSON has it in another form), with its note.
+Figure csv_figure(std::string key, nlohmann::json value, std::string note = "");
+// JSON-only figures, in order, as a section with no readable rows.
+FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> entries);
+
 // The JSON object of a document's figures (keys are paths; objects nest).
 nlohmann::json figures_json(const FigureDoc& doc);
 
