@@ -46,6 +46,31 @@ void add_output_options(CLI::App& command, CliState& state) {
       ->check(output_target("--output"));
 }
 
+namespace {
+
+// The values of the flags that name input files, on the subcommands that ran (a
+// --model comma list names several).
+std::vector<InputPath> input_paths(const CLI::App& command) {
+  std::vector<InputPath> out;
+  for (const CLI::App* sub : command.get_subcommands()) {
+    for (const char* flag : {"--log", "--model", "--calibration"}) {
+      const CLI::Option* option = sub->get_option_no_throw(flag);
+      if (option == nullptr || option->count() == 0) continue;
+      for (const std::string& value : option->results()) {
+        std::size_t start = 0;
+        for (std::size_t comma; (comma = value.find(',', start)) != std::string::npos; start = comma + 1)
+          out.push_back({value.substr(start, comma - start), flag});
+        out.push_back({value.substr(start), flag});
+      }
+    }
+    const std::vector<InputPath> nested = input_paths(*sub);
+    out.insert(out.end(), nested.begin(), nested.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 // cli/cmd_explain.cpp (issue #13); declared here rather than in commands.hpp, which the
 // other commands' files all include.
 void add_explain_command(CLI::App& app, CliState& state);
@@ -94,7 +119,9 @@ int run_cli(int argc, const char* const* argv) {
     for (const std::string& argument : arguments) pointers.push_back(argument.c_str());
     app.parse(static_cast<int>(pointers.size()), pointers.data());
     // The command returned: its flags were all valid and it succeeded (exit 0) or
-    // its check failed (exit 1, still a result). Only now is anything written.
+    // its check failed (exit 1, still a result). Only now is anything written, and
+    // only if no output is another output or an input.
+    check_distinct_files(state.artefacts, input_paths(app));
     write_artefacts(state.artefacts);
   } catch (const CLI::CallForHelp& e) {
     return finish_help(app.exit(e));

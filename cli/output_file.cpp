@@ -119,7 +119,53 @@ void write_stdout(const std::string& text) {
   flush_stdout();
 }
 
+// What makes two paths one file: device and inode when it exists, else the canonical
+// path of its directory plus its name (a new file: two spellings of one new name).
+struct FileIdentity {
+  bool exists = false;
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::string name;
+  bool operator==(const FileIdentity& o) const {
+    return exists == o.exists && (exists ? device == o.device && inode == o.inode : name == o.name);
+  }
+};
+
+FileIdentity identity_of(const std::string& path) {
+  FileIdentity id;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.device = st.st_dev;
+    id.inode = st.st_ino;
+    return id;
+  }
+  std::error_code error;
+  const fs::path directory = fs::weakly_canonical(fs::path(directory_of(path)), error);
+  id.name = (error ? fs::path(directory_of(path)) : directory) / fs::path(path).filename();
+  return id;
+}
+
 }  // namespace
+
+void check_distinct_files(const std::vector<Artefact>& artefacts, const std::vector<InputPath>& inputs) {
+  std::vector<std::pair<const Artefact*, FileIdentity>> outputs;
+  for (const Artefact& a : artefacts) {
+    if (a.path.empty()) continue;  // stdout
+    const FileIdentity id = identity_of(a.path);
+    for (const auto& [other, other_id] : outputs)
+      if (other_id == id)
+        throw InputError(a.flag, "'" + a.path + "' is the same file as " + other->flag + " '" + other->path +
+                                     "'; allowed: a different file for each output");
+    for (const InputPath& input : inputs) {
+      const FileIdentity input_id = identity_of(input.path);
+      if (input_id.exists && input_id == id)
+        throw InputError(a.flag, "'" + a.path + "' is the input file of " + input.flag + " '" + input.path +
+                                     "'; writing it would replace the input; allowed: another file");
+    }
+    outputs.emplace_back(&a, id);
+  }
+}
 
 void check_output_target(const std::string& path, const std::string& flag) {
   if (path.empty())

@@ -46,6 +46,19 @@ void check_output_target(const std::string& path, const std::string& flag);
 // time, i.e. before any command runs (a sweep with a bad --output never starts).
 CLI::Validator output_target(const std::string& flag);
 
+// A file a flag named as input (--log, --model, --calibration): an output must not be it.
+struct InputPath {
+  std::string path;
+  std::string flag;
+};
+
+// Refuses (InputError, exit 2, before anything is written) two artefacts that are one file
+// (-o and --plot naming the same path, or two names of it) and an artefact that is one of
+// the run's input files (issue #25 class 7: the input or one artefact was silently lost).
+// Existing files are compared by device and inode, so a hard link, a symlinked directory
+// or "./x" against "x" is caught; a target that does not exist yet by its canonical path.
+void check_distinct_files(const std::vector<Artefact>& artefacts, const std::vector<InputPath>& inputs);
+
 // Writes all artefacts: every file first to its temporary (written, fsync'd,
 // closed), then all renamed, then stdout. If any temporary fails, all temporaries
 // are removed and no target is touched. Throws InputError if a target no longer

@@ -227,5 +227,43 @@ TEST(OutputFile, SweepWithBadOutputIsRefusedBeforeItRuns) {
   EXPECT_EQ(names_in(dir), (std::vector<std::string>{"fifo", "out.txt", "sweep.json"}));
 }
 
+// Issue #25 class 7: an output that is another output of the run, or one of its inputs,
+// lost an artefact (or the input) silently. Now the run is refused, naming both flags,
+// and nothing is written: the input keeps its bytes.
+TEST(OutputFile, AnOutputThatIsAnotherOutputOrAnInputIsRefused) {
+  const std::string dir = temp_dir("collide");
+  // -o and --plot naming one file, spelled two ways.
+  auto run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--plot", dir + "/p.svg", "-o", dir + "/./p.svg"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "is the same file as --plot")) << run.err;
+  EXPECT_EQ(names_in(dir), std::vector<std::string>{});
+  // --output over the --log it reads: the log is kept as it was.
+  const std::string log_path = fs::path(KVSIGHT_SOURCE_DIR) / "tests/fixtures/logs/vllm-lmcache-1739.log";
+  const std::string log = dir + "/vllm.log";
+  write_file(log, read(log_path));
+  run = run_kvsight({"explain", "--log", log, "--model", "llama-3.1-8b", "-o", log});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "--output: '" + log + "' is the input file of --log")) << run.err;
+  EXPECT_EQ(read(log), read(log_path));
+  // A hard link to the --model config.json is the same file under another name.
+  const std::string config = dir + "/config.json";
+  write_file(config, read(fs::path(KVSIGHT_SOURCE_DIR) / "tests/fixtures/logs/llama-2-7b.config.json"));
+  ASSERT_EQ(::link(config.c_str(), (dir + "/linked.json").c_str()), 0);
+  run = run_kvsight({"plan", "--model", config, "-o", dir + "/linked.json"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "is the input file of --model")) << run.err;
+  // In a fleet's comma list too.
+  run = run_kvsight({"plan", "--model", "llama-3.1-8b," + config, "--gpu", "h200", "-o", config});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "is the input file of --model")) << run.err;
+  // The controls: distinct files are written.
+  run = run_kvsight({"plan", "--model", config, "-o", dir + "/plan.txt"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  run = run_kvsight({"cliff", "--scenario", "vllm-50264", "--plot", dir + "/p.svg", "-o", dir + "/cliff.txt"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{"cliff.txt", "config.json", "linked.json", "p.svg",
+                                                     "plan.txt", "vllm.log"}));
+}
+
 }  // namespace
 }  // namespace kvsight::cli
