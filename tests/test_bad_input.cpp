@@ -149,6 +149,8 @@ std::vector<Case> flag_cases() {
       c("unknown engine", {"--engine", "tgi-9000"}, "--engine"),
       c("unknown GPU", {"--gpu", "rtx9999"}, "--gpu"),
       c("empty GPU list entry", {"--gpu", ",h200"}, "--gpu"),
+      // Issue #25 class 6: a GPU listed twice was planned twice (two identical rows).
+      c("GPU listed twice", {"--gpu", "h200,H200"}, "--gpu: 'h200,H200' lists h200 twice"),
       c("gpu and gpu-mem-gib", {"--gpu", "h200", "--gpu-mem-gib", "80"}, "--gpu-mem-gib"),
       c("negative gpu-mem-gib", {"--gpu-mem-gib", "-3"}, "--gpu-mem-gib"),
       // Overhead overrides are strict decimals: CLI11 read "0x10" and "0x1p4" as 16.

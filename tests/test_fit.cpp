@@ -330,6 +330,12 @@ TEST(Fit, BadInputNamesTheFlag) {
   r = llama_request();
   r.gpus = "voodoo5";
   EXPECT_EQ(field_of(r), "--gpus");
+  // Issue #25 class 6: `--gpus ""` searched every GPU, `h200,h200` gave duplicate rows.
+  r = llama_request();
+  r.gpus = "";
+  EXPECT_EQ(field_of(r), "--gpus");
+  r.gpus = "h200,l40s,h200";
+  EXPECT_EQ(field_of(r), "--gpus");
   r = llama_request({"q4_0"});  // a llama.cpp type, not vLLM's
   EXPECT_EQ(field_of(r), "--kv-cache-dtypes");
   r = llama_request();

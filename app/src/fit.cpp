@@ -208,7 +208,7 @@ FitOutcome run_fit(const FitRequest& request) {
   const ModelSpec model = resolve_model(request.model);
   std::vector<std::string> gpus;
   try {
-    gpus = expand_gpu_list(request.gpus.empty() ? "all" : request.gpus);
+    gpus = expand_gpu_list(request.gpus);  // "" (a typed --gpus "") is bad input, not "all"
   } catch (const InputError& e) {
     if (e.field() != "--gpu") throw;
     throw InputError("--gpus", without_field(e));

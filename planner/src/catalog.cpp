@@ -113,9 +113,14 @@ std::vector<std::string> expand_gpu_list(const std::string& arg) {
   std::string item;
   while (std::getline(stream, item, ',')) {
     if (item.empty()) throw InputError("--gpu", "'" + arg + "' has an empty entry; give ids separated by commas, or all");
-    out.push_back(find_gpu(item).id);  // validate now, with the list of ids in the message
+    const std::string id = find_gpu(item).id;  // validate now, with the list of ids in the message
+    // A GPU listed twice ("h200,H200") would be planned twice: duplicate rows in a fleet
+    // table, duplicate candidates in fit (issue #25 class 6).
+    if (std::find(out.begin(), out.end(), id) != out.end())
+      throw InputError("--gpu", "'" + arg + "' lists " + id + " twice; give each GPU once, or all");
+    out.push_back(id);
   }
-  if (out.empty()) throw InputError("--gpu", "is empty");
+  if (out.empty()) throw InputError("--gpu", "is empty; give ids separated by commas, or all");
   return out;
 }
 
