@@ -124,6 +124,58 @@ TEST(ReportMerge, ANodeThatWroteOnlyItsExitCodeIsAFailRow) {
   EXPECT_EQ(out.exit_code, 1);
 }
 
+// Issue #25 class 5: what a merge took on trust. A report older than its node's .exit
+// file, a node that checked another model, engine or flags, a hidden file.
+TEST(ReportMerge, StaleReportsOtherSetupsAndHiddenFilesAreNotTakenOnTrust) {
+  const std::string dir = test::temp_dir("merge-trust");
+  test::write_file(dir + "/gpu-node-01.json", fixture("gpu-node-01"));
+  test::write_file(dir + "/gpu-node-01.exit", "0\n");  // agrees with the report: not stale
+  // gpu-node-02's last run exited 3 (a device error writes no report): its PASS is stale.
+  nlohmann::json stale = nlohmann::json::parse(fixture("gpu-node-01"));
+  stale["host"] = "gpu-node-02";
+  test::write_file(dir + "/gpu-node-02.json", stale.dump());
+  test::write_file(dir + "/gpu-node-02.exit", "3\n");
+  // gpu-node-03 and -04 checked the fleet's setup; -05 another model, -06 another engine
+  // version and TP.
+  for (const char* host : {"gpu-node-03", "gpu-node-04"}) {
+    nlohmann::json j = nlohmann::json::parse(fixture("gpu-node-01"));
+    j["host"] = host;
+    test::write_file(dir + "/" + host + ".json", j.dump());
+  }
+  nlohmann::json other_model = nlohmann::json::parse(fixture("gpu-node-01"));
+  other_model["host"] = "gpu-node-05";
+  other_model["model"]["id"] = "qwen3-8b";
+  test::write_file(dir + "/gpu-node-05.json", other_model.dump());
+  nlohmann::json other_engine = nlohmann::json::parse(fixture("gpu-node-01"));
+  other_engine["host"] = "gpu-node-06";
+  other_engine["engine"]["version"] = "0.31.0";
+  other_engine["engine"]["tp"] = 2;
+  test::write_file(dir + "/gpu-node-06.json", other_engine.dump());
+  // A hidden copy (an editor's backup) is no node: with it, gpu-node-01 would be two files.
+  test::write_file(dir + "/.gpu-node-01.json", fixture("gpu-node-01"));
+
+  const app::MergeOutcome out = app::merge_reports(dir);
+  ASSERT_EQ(out.nodes.size(), 6u);  // 01..06, no row for the hidden file
+  const app::NodeRow& n2 = node(out, "gpu-node-02");
+  EXPECT_EQ(n2.verdict, "FAIL");
+  EXPECT_EQ(n2.exit_code.value_or(-1), 3);
+  ASSERT_FALSE(n2.node_reasons.empty());
+  EXPECT_EQ(n2.node_reasons.front(),
+            "stale report: gpu-node-02.exit says the last run exited 3, the report (verdict PASS) is from an earlier run");
+  EXPECT_EQ(node(out, "gpu-node-01").verdict, "PASS");
+  EXPECT_TRUE(node(out, "gpu-node-01").outlier_reasons.empty());
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-05"),
+                         "checked another setup: model 'qwen3-8b' differs from the fleet's 'llama-3.1-8b'"));
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-06"),
+                         "checked another setup: engine 'vllm 0.31.0' differs from the fleet's 'vllm 0.33.0'"));
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-06"), "checked another setup: flags 'TP 2, PP 1,"));
+  EXPECT_FALSE(has_reason(node(out, "gpu-node-06"), "model '"));
+  // 5 of 6 PASS (01, 03..06: 05 and 06 pass their own checks, flagged as outliers), 1 stale FAIL: exit 1.
+  EXPECT_EQ(out.pass, 5u);
+  EXPECT_EQ(out.fail, 1u);
+  EXPECT_EQ(out.exit_code, 1);
+}
+
 std::string error_of(const std::string& dir) {
   try {
     (void)app::merge_reports(dir);
@@ -165,6 +217,13 @@ TEST(ReportMerge, BadReportsAreRefusedNamingFileAndKey) {
   test::write_file(dir + "/a.json", fixture("gpu-node-01"));
   test::write_file(dir + "/b.json", fixture("gpu-node-01"));
   EXPECT_NE(error_of(dir).find("b.json: host: 'gpu-node-01' is also the host of a.json"), std::string::npos);
+
+  // A verdict and an exit code that preflight never writes together (issue #25 class 5).
+  dir = test::temp_dir("merge-exit-disagrees");
+  j = nlohmann::json::parse(fixture("gpu-node-01"));
+  j["exit_code"] = 1;  // verdict PASS
+  test::write_file(dir + "/n1.json", j.dump());
+  EXPECT_NE(error_of(dir).find("n1.json: exit_code: is 1 but verdict is PASS"), std::string::npos) << error_of(dir);
 
   dir = test::temp_dir("merge-garbage");
   test::write_file(dir + "/n1.json", "{\"schema\": ");

@@ -86,6 +86,36 @@ class Reader {
   std::string file_;
 };
 
+// preflight's exit code for a verdict: PASS 0, FAIL 1, WARN 0 or 1 (--fail-on warn).
+bool exit_code_agrees(const std::string& verdict, int code) {
+  return verdict == "PASS" ? code == 0 : verdict == "FAIL" ? code == 1 : code == 0 || code == 1;
+}
+
+// A member as text for the setup comparison: strings as they are, numbers in decimal,
+// absent or null as "-".
+std::string member_text(const json& parent, const char* key) {
+  if (!parent.is_object() || !parent.contains(key) || parent[key].is_null()) return "-";
+  const json& v = parent[key];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+// What the node was asked to check (docs/preflight-report.md: model, engine, requested,
+// mode, kvsight_version), part by part, for the fleet's majority comparison.
+std::vector<std::pair<std::string, std::string>> read_setup(const json& root) {
+  const json none = json::object();
+  const json& model = root.contains("model") ? root["model"] : none;
+  const json& engine = root.contains("engine") ? root["engine"] : none;
+  const json& requested = root.contains("requested") ? root["requested"] : none;
+  return {{"model", member_text(model, "id")},
+          {"engine", member_text(engine, "name") + " " + member_text(engine, "version")},
+          {"flags", "TP " + member_text(engine, "tp") + ", PP " + member_text(engine, "pp") + ", block " +
+                        member_text(engine, "block_size") + ", KV " + member_text(engine, "kv_cache_dtype") +
+                        ", max_model_len " + member_text(engine, "max_model_len") + ", concurrency " +
+                        member_text(requested, "concurrency") + ", context " + member_text(requested, "context") +
+                        ", mode " + member_text(root, "mode")},
+          {"kvsight version", member_text(root, "kvsight_version")}};
+}
+
 NodeRow read_report(const fs::path& path) {
   const std::string file = path.filename().string();
   const std::string content = read_input_file(path, file, kMaxPreflightReportBytes);
@@ -111,6 +141,15 @@ NodeRow read_report(const fs::path& path) {
     if (code < 0 || code > 255) r.fail("exit_code", "is " + std::to_string(code) + "; allowed: 0 to 255");
     row.exit_code = static_cast<int>(code);
   }
+  // preflight exits 0 on PASS, 1 on FAIL, 0 or 1 on WARN (--fail-on warn); a report
+  // that says otherwise was edited or written by something else (issue #25 class 5).
+  if (row.exit_code) {
+    const int code = *row.exit_code;
+    if (!exit_code_agrees(row.verdict, code))
+      r.fail("exit_code", "is " + std::to_string(code) + " but verdict is " + row.verdict +
+                              "; preflight exits 0 on PASS, 1 on FAIL, 0 or 1 on WARN");
+  }
+  row.setup = read_setup(root);
   if (root.contains("backend") && root["backend"].is_string())
     row.backend = root["backend"].get<std::string>();
   if (root.contains("model") && root["model"].is_object() && root["model"].contains("id") &&
@@ -206,6 +245,33 @@ NodeRow read_report(const fs::path& path) {
   return row;
 }
 
+// The exit code in a node's <stem>.exit file (written after every run), if it has one.
+std::optional<int> exit_file_code(const fs::path& path, const std::string& file) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  const std::string text = read_input_file(path, file, 64);
+  try {
+    return std::stoi(text);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A report whose node's .exit file records another exit code is from an earlier run: the
+// last run wrote no report (exit 2 or 3 write none). Such a node FAILs, whatever its old
+// report says (issue #25 class 5: a stale PASS was merged as PASS).
+void mark_if_stale(NodeRow& row, const fs::path& report) {
+  fs::path exit_path = report;
+  exit_path.replace_extension(".exit");
+  const std::optional<int> last = exit_file_code(exit_path, exit_path.filename().string());
+  if (!last || (row.exit_code ? *row.exit_code == *last : exit_code_agrees(row.verdict, *last))) return;
+  row.node_reasons.insert(row.node_reasons.begin(),
+                          "stale report: " + exit_path.filename().string() + " says the last run exited " +
+                              std::to_string(*last) + ", the report (verdict " + row.verdict + ") is from an earlier run");
+  row.verdict = "FAIL";
+  row.exit_code = *last;
+}
+
 // The value more than half of the nodes hold, or "" (no majority).
 std::string majority(const std::vector<std::string>& values) {
   std::map<std::string, std::size_t> counts;
@@ -242,6 +308,8 @@ MergeOutcome merge_reports(const std::string& directory) {
   std::vector<fs::path> reports, exits;
   for (const fs::directory_entry& entry : fs::directory_iterator(directory, ec)) {
     const fs::path& p = entry.path();
+    // Hidden files are no node's report: an editor's backup, a writer's temporary.
+    if (p.filename().string().rfind('.', 0) == 0) continue;
     if (p.extension() == ".json") reports.push_back(p);
     if (p.extension() == ".exit") exits.push_back(p);
   }
@@ -260,6 +328,7 @@ MergeOutcome merge_reports(const std::string& directory) {
                                                 "; one report per node is allowed");
     file_of_host[row.host] = row.file;
     stems.insert(p.stem().string());
+    mark_if_stale(row, p);
     out.nodes.push_back(std::move(row));
   }
   // An exit-code file with no report beside it: the node's preflight wrote nothing
@@ -271,13 +340,7 @@ MergeOutcome merge_reports(const std::string& directory) {
     row.host = p.stem().string();
     row.verdict = "FAIL";
     row.report_missing = true;
-    const std::string text = read_input_file(p, row.file, 64);
-    try {
-      std::size_t used = 0;
-      const int code = std::stoi(text, &used);
-      row.exit_code = code;
-    } catch (const std::exception&) {
-    }
+    row.exit_code = exit_file_code(p, row.file);
     row.node_reasons.push_back(
         "no report: the node's preflight wrote no JSON" +
         (row.exit_code ? " (exit code " + std::to_string(*row.exit_code) + ")" : std::string()));
@@ -318,6 +381,19 @@ MergeOutcome merge_reports(const std::string& directory) {
   if (out.majority_verdict.empty() && out.nodes.size() > 1)
     out.notes.push_back("no verdict is held by more than half the nodes: verdict outliers not judged");
 
+  // The fleet's setup, part by part: the value more than half the reports hold.
+  std::map<std::string, std::string> setup_majority;
+  for (const NodeRow& n : reported)
+    for (const auto& [part, value] : n.setup) {
+      if (setup_majority.count(part)) continue;
+      std::vector<std::string> values;
+      for (const NodeRow& m : reported)
+        for (const auto& [other_part, other_value] : m.setup)
+          if (other_part == part) values.push_back(other_value);
+      setup_majority[part] = majority(values);
+      if (setup_majority[part].empty() && reported.size() > 1)
+        out.notes.push_back("no " + part + " is held by more than half the nodes: setup outliers not judged");
+    }
   for (NodeRow& n : out.nodes) {
     if (n.verdict == "PASS")
       ++out.pass;
@@ -351,6 +427,12 @@ MergeOutcome merge_reports(const std::string& directory) {
     if (!out.majority_device.empty() && n.device != out.majority_device)
       n.outlier_reasons.push_back("device '" + n.device + "' differs from the fleet's '" +
                                   out.majority_device + "'");
+    for (const auto& [part, value] : n.setup) {
+      const std::string& fleet = setup_majority[part];
+      if (!fleet.empty() && value != fleet)
+        n.outlier_reasons.push_back("checked another setup: " + part + " '" + value + "' differs from the fleet's '" +
+                                    fleet + "'; its figures are not comparable");
+    }
     if (!out.majority_driver.empty() && n.driver_version != out.majority_driver)
       n.outlier_reasons.push_back("driver version '" + n.driver_version + "' differs from the fleet's '" +
                                   out.majority_driver + "'");

@@ -39,6 +39,10 @@ struct NodeRow {
   std::optional<double> decode_engine_path_us;  // decode[] at kMergeDecodeContext
   std::optional<double> decode_split_us;
   std::optional<double> max_concurrency;     // capacity.free_now.max_concurrency
+  // What the node was asked to check, part by part ({"model", "llama-3.1-8b"}, {"engine",
+  // "vllm 0.33.0"}, {"flags", "TP 1, PP 1, ..."}, {"kvsight", "0.1.0"}): a node that ran
+  // another setup than the fleet's is an outlier, its figures are not comparable.
+  std::vector<std::pair<std::string, std::string>> setup;
   std::vector<std::string> node_reasons;     // the node's own reasons[].message, worst first
   std::vector<std::string> outlier_reasons;  // why the fleet view flags it
 };
