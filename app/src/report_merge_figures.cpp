@@ -1,6 +1,7 @@
 // The figures of `kvsight report merge` (issue #26): one row per node (raw numbers in CSV,
-// readable units in the table, with the fleet's medians under the nodes), the outliers
-// with their reasons, and the whole merge in JSON.
+// readable units in the table, with the fleet's medians under the nodes), the outliers with
+// their reasons, and the whole merge in JSON. Decode per token reads in ms in the table, as
+// a serving engineer quotes it (issue #23 item 6); CSV and JSON keep the report's us.
 #include "kvsight/app/report_merge.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/number_text.hpp"
@@ -80,8 +81,8 @@ FigureTable node_table(const MergeOutcome& out) {
                {"free GiB", "memory_free_bytes", true},
                {"others GiB", "memory_used_by_others_bytes", true},
                {"GB/s", "bandwidth_bytes_per_s", true},
-               {"decode 32K us", "decode_32k_engine_path_us", true},
-               {"split 32K us", "decode_32k_split_us", true},
+               {"decode 32K ms", "decode_32k_engine_path_us", true},
+               {"split 32K ms", "decode_32k_split_us", true},
                {"max conc", "max_concurrency", true},
                {"verdict", "verdict"},
                {"", "exit_code"},
@@ -98,8 +99,8 @@ FigureTable node_table(const MergeOutcome& out) {
           n.memory_free_bytes ? std::to_string(*n.memory_free_bytes) : ""},
          {fixed_text(static_cast<double>(n.memory_used_by_others_bytes) / kGiB, 2), n.memory_used_by_others_bytes},
          {merge_number(n.bandwidth_bytes_per_s, 1e9, 1), raw_number(n.bandwidth_bytes_per_s, 0)},
-         {merge_number(n.decode_engine_path_us, 1, 1), raw_number(n.decode_engine_path_us, 3)},
-         {merge_number(n.decode_split_us, 1, 1), raw_number(n.decode_split_us, 3)},
+         {merge_number(n.decode_engine_path_us, 1e3, 3), raw_number(n.decode_engine_path_us, 3)},
+         {merge_number(n.decode_split_us, 1e3, 3), raw_number(n.decode_split_us, 3)},
          {merge_number(n.max_concurrency, 1, 2), raw_number(n.max_concurrency, 4)},
          {n.verdict, n.verdict},
          {"", n.exit_code ? std::to_string(*n.exit_code) : ""},
@@ -113,8 +114,8 @@ FigureTable node_table(const MergeOutcome& out) {
                                    merge_number(as_double(m.memory_free_bytes), kGiB, 2),
                                    "",
                                    merge_number(m.bandwidth_bytes_per_s, 1e9, 1),
-                                   merge_number(m.decode_engine_path_us, 1, 1),
-                                   merge_number(m.decode_split_us, 1, 1),
+                                   merge_number(m.decode_engine_path_us, 1e3, 3),
+                                   merge_number(m.decode_split_us, 1e3, 3),
                                    merge_number(m.max_concurrency, 1, 2),
                                    out.majority_verdict,
                                    "",
@@ -137,7 +138,7 @@ FigureDoc merge_figures(const MergeOutcome& out) {
   doc.list = std::move(outliers);
   for (const std::string& note : out.notes) doc.footer.push_back("note: " + note);
   doc.footer.push_back(
-      "decode: predicted per-token decode time at 32,768 tokens (engine's path / split-KV); GiB = 2^30 bytes; "
+      "decode: predicted per-token decode time at 32,768 tokens in ms (engine's path / split-KV); GiB = 2^30 bytes; "
       "GB/s = 10^9 bytes/s. Exit code " +
       std::to_string(out.exit_code) + " (0 every node PASS, 1 any WARN/FAIL).");
   return doc;
