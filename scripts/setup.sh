@@ -14,6 +14,7 @@ packages=(
   hipcc libamdhip64-dev rocm-device-libs # HIP backend compile check (probes/)
   slurmctld slurmd slurm-client munge # scripts/cluster/test-slurm.sh: a real one-node Slurm (issue #12)
   python3-yaml python3-kubernetes # tests/test_cluster_yaml.py: the Job against the Kubernetes API models
+  python3-jsonschema # tests/test_json_schemas.py: docs/schemas/ against real output
 )
 
 # The gguf Python package (llama.cpp's gguf-py) writes the GGUF files

@@ -53,6 +53,7 @@ FigureSection json_figures(const MergeOutcome& out) {
     if (!n.outlier_reasons.empty()) outliers.push_back({{"host", n.host}, {"reasons", n.outlier_reasons}});
   }
   return json_section({
+           {"schema", kMergeSchema},
            {"directory", out.directory},
            {"schema_read", kPreflightSchema},
            {"nodes", nodes},

@@ -13,6 +13,8 @@ namespace kvsight::app {
 
 // The schema report merge reads; any other is refused (docs/preflight-report.md).
 inline constexpr const char* kPreflightSchema = "kvsight.preflight/1";
+// What report merge writes (docs/schemas/kvsight.merge-1.schema.json).
+inline constexpr const char* kMergeSchema = "kvsight.merge/1";
 // Context of the decode figures in each row (docs/preflight-report.md: decode[] at 32768).
 inline constexpr std::uint64_t kMergeDecodeContext = 32768;
 // A node whose measured bandwidth is below this share of the fleet median is an outlier
