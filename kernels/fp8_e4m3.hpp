@@ -2,7 +2,7 @@
 // fp8 E4M3 ("e4m3fn": the OCP 8-bit floating point format's E4M3 as NVIDIA and
 // vLLM store an fp8 KV cache) -> fp32, by bit manipulation: the one decode the
 // CUDA and HIP kernels (kernels/paged_decode.cuh) and the cpu backend's table
-// (probes/src/cpu_backend.cpp) use, so every backend reads a byte the same way.
+// (probes/src/cpu_kernel_portable.cpp) use, so every backend reads a byte the same way.
 // Plain C++ so that g++ compiles it too and the unit test (tests/test_fp8_kv.cpp)
 // checks the very arithmetic the device runs. Format facts in
 // docs/reference/kernels.md "fp8 E4M3 K/V": 1 sign bit, 4 exponent bits with

@@ -1,6 +1,6 @@
 #pragma once
 // Plain parameters of the paged-decode kernels, shared by the device kernels
-// (kernels/*.cuh) and the cpu backend (probes/src/cpu_backend.cpp), which runs the
+// (kernels/*.cuh) and the cpu backend (probes/src/cpu_kernel_*.cpp), which runs the
 // same two algorithms. No device header here: g++ includes this file.
 #include <cstdint>
 #include <string>

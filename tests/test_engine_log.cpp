@@ -1,9 +1,15 @@
 // The engine start-up log reader on excerpts of public logs (tests/fixtures/logs/, each file
-// names its source). Expected figures are the ones printed in those logs.
+// names its source). Expected figures are the ones printed in those logs. Then the round trip
+// of each engine's own lines (issue #26 item 4): the lines a plan prints read back as the plan's
+// figures, since one template per line prints and reads it; and a hostile line (issue #25).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <string>
 
+#include "engine_fixtures.hpp"
+#include "kvsight/budget.hpp"
 #include "kvsight/engine_log.hpp"
 #include "log_fixtures.hpp"
 
@@ -67,6 +73,168 @@ TEST(EngineLog, UnknownTextGivesNoFigures) {
   EXPECT_EQ(f.engine, "");
   EXPECT_FALSE(f.kv_tokens);
   EXPECT_TRUE(f.matched_lines.empty());
+}
+
+// ---------------------------------------------------------------- round trip of kvsight's own lines
+
+using test::kGiBd;
+
+// A figure printed "%.2f" reads back within half a unit of its last place.
+constexpr double kTwoPlaces = 0.005 + 1e-9;
+
+double gib_of(std::uint64_t bytes) { return static_cast<double>(bytes) / kGiBd; }
+
+EngineLogFigures read_back(const PlanResult& r) { return read_engine_log(joined(r.engine_log)); }
+
+EngineOptions vllm_options(const std::string& version, std::int64_t max_model_len) {
+  EngineOptions o;
+  o.engine_version = version;
+  o.max_model_len = max_model_len;
+  o.gpu_memory_bytes = 24ull << 30;
+  o.overheads.weights_gib = 15.0;
+  return o;
+}
+
+TEST(EngineLogRoundTrip, VllmV1LinesGiveThePlansFigures) {
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, vllm_options("0.11.0", 20000));
+  ASSERT_TRUE(r.capacity && r.capacity->fits);
+  const Capacity& c = *r.capacity;
+  const EngineLogFigures f = read_back(r);
+  EXPECT_EQ(f.engine, "vllm");
+  EXPECT_NEAR(f.available_kv_gib.value_or(-99), c.available_kv_signed_gib, kTwoPlaces);
+  EXPECT_EQ(f.kv_tokens.value_or(0), c.kv_tokens);  // "GPU KV cache size: 31,232 tokens" with commas
+  EXPECT_EQ(f.max_model_len.value_or(0), c.max_model_len);
+  EXPECT_NEAR(f.max_concurrency.value_or(-1), c.max_concurrency, kTwoPlaces);
+  EXPECT_EQ(f.matched_lines.size(), r.engine_log.size()) << joined(r.engine_log);
+}
+
+TEST(EngineLogRoundTrip, VllmV1RefusalGivesTheNeededMemoryAndTheLargestLength) {
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, vllm_options("0.11.0", 131072));
+  ASSERT_TRUE(r.capacity && !r.capacity->fits);
+  const Capacity& c = *r.capacity;
+  ASSERT_GT(c.largest_max_model_len, 0u);
+  const EngineLogFigures f = read_back(r);
+  EXPECT_EQ(f.max_model_len.value_or(0), 131072u);
+  // Needed: ceil(131072 / 16) = 8192 pages of one block each.
+  EXPECT_NEAR(f.kv_needed_gib.value_or(-1), gib_of(8192 * c.page_bytes), kTwoPlaces);
+  EXPECT_NEAR(f.available_kv_gib.value_or(-99), gib_of(c.available_kv_bytes), kTwoPlaces);
+  EXPECT_EQ(f.estimated_max_model_len.value_or(0), c.largest_max_model_len);
+}
+
+TEST(EngineLogRoundTrip, VllmGivenKvMemoryReadsAsTheReservedLine) {
+  EngineOptions o = vllm_options("0.11.0", 20000);
+  o.vllm.kv_cache_memory_bytes = 5ull << 30;
+  const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  EXPECT_NEAR(read_back(r).available_kv_gib.value_or(-1), 5.0, kTwoPlaces);
+}
+
+TEST(EngineLogRoundTrip, VllmV0LinesGiveThePlansFigures) {
+  for (const std::int64_t length : {20000, 131072}) {  // fits, then V0's refusal
+    const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, vllm_options("0.6.4", length));
+    ASSERT_TRUE(r.capacity);
+    const Capacity& c = *r.capacity;
+    const EngineLogFigures f = read_back(r);
+    EXPECT_EQ(f.engine, "vllm");
+    EXPECT_NEAR(f.total_gpu_gib.value_or(-1), 24.0, kTwoPlaces);
+    EXPECT_NEAR(f.available_kv_gib.value_or(-1), gib_of(c.available_kv_bytes), kTwoPlaces);
+    EXPECT_NEAR(f.gpu_memory_utilization.value_or(-1), 0.9, kTwoPlaces);
+    EXPECT_EQ(f.num_gpu_blocks.value_or(0), c.num_blocks);
+    EXPECT_EQ(f.max_model_len.value_or(0), c.max_model_len);
+    EXPECT_NEAR(f.max_concurrency.value_or(-1), c.max_concurrency, kTwoPlaces);
+    // V0: blocks x 16 tokens, read from the refusal when the length does not fit.
+    if (!c.fits) {
+      EXPECT_EQ(f.kv_tokens.value_or(0), c.num_blocks * 16);
+    }
+  }
+}
+
+TEST(EngineLogRoundTrip, SglangPoolLineGivesTokensAndBuffers) {
+  EngineOptions o;
+  o.engine = "sglang";
+  o.gpu_memory_bytes = 80ull << 30;
+  const ModelSpec model = llama31_8b();
+  const PlanResult r = make_engine("sglang")->plan(model, nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  const EngineLogFigures f = read_back(r);
+  EXPECT_EQ(f.engine, "sglang");
+  EXPECT_EQ(f.kv_tokens.value_or(0), r.capacity->kv_tokens);
+  // K and V buffers hold tokens + 1 page (page size 1): 32 layers x 8 heads x 128 x 2 B each.
+  const double buffer_gib = gib_of((r.capacity->kv_tokens + 1) * 32 * 8 * 128 * 2);
+  EXPECT_NEAR(f.kv_size_gib.value_or(-1), 2 * buffer_gib, 2 * kTwoPlaces);
+}
+
+TEST(EngineLogRoundTrip, TrtllmPoolLineGivesMemoryAndTokens) {
+  EngineOptions o;
+  o.engine = "trtllm";
+  o.gpu_memory_bytes = 80ull << 30;
+  const PlanResult r = make_engine("trtllm")->plan(llama31_8b(), nullptr, o);
+  ASSERT_TRUE(r.capacity);
+  const Capacity& c = *r.capacity;
+  const EngineLogFigures f = read_back(r);
+  EXPECT_EQ(f.engine, "trtllm");
+  EXPECT_NEAR(f.available_kv_gib.value_or(-1), gib_of(c.num_blocks * c.page_bytes), kTwoPlaces);
+  EXPECT_EQ(f.kv_tokens.value_or(0), c.kv_tokens);
+}
+
+// llama.cpp's cache line carries the options behind it: replaying them (options_from_log, as
+// explain does) prints the same lines again.
+TEST(EngineLogRoundTrip, LlamacppCacheLineReplaysTheSameCache) {
+  for (const bool unified : {false, true}) {
+    EngineOptions o;
+    o.engine = "llamacpp";
+    o.llamacpp.ctx_size = 8192;
+    o.llamacpp.parallel = 4;
+    o.llamacpp.parallel_given = true;
+    o.llamacpp.kv_unified = unified;
+    const auto engine = make_engine("llamacpp");
+    const PlanResult r = engine->plan(llama31_8b(), nullptr, o);
+    const EngineLogFigures f = read_back(r);
+    EXPECT_EQ(f.engine, "llamacpp");
+    EXPECT_EQ(f.kv_tokens.value_or(0), 8192u);  // 4 streams x 2048 cells, or 1 x 8192
+    EXPECT_EQ(f.llamacpp_seqs.value_or(0), 4u);
+    EXPECT_EQ(f.llamacpp_streams.value_or(0), unified ? 1u : 4u);
+    // 8192 cells x 32 layers x 8 heads x 128 x 2 (K and V) x 2 B = 1024 MiB
+    EXPECT_NEAR(f.kv_size_gib.value_or(-1), 1.0, kTwoPlaces / 1024);
+    EngineOptions replay;
+    replay.engine = "llamacpp";
+    std::vector<std::string> inputs;
+    engine->options_from_log(f, replay, inputs);
+    EXPECT_EQ(engine->plan(llama31_8b(), nullptr, replay).engine_log, r.engine_log) << joined(inputs);
+  }
+}
+
+// Every engine that prints lines reads them back as its own (none is left to a reader elsewhere).
+TEST(EngineLogRoundTrip, EveryEngineThatPrintsLinesReadsThem) {
+  for (const auto& engine : all_engines()) {
+    EngineOptions o;
+    o.engine = engine->name();
+    o.gpu_memory_bytes = 80ull << 30;
+    const PlanResult r = engine->plan(llama31_8b(), nullptr, o);
+    if (r.engine_log.empty()) {
+      EXPECT_EQ(engine->log_reader(), nullptr) << engine->name();
+      continue;
+    }
+    EXPECT_NE(engine->log_reader(), nullptr) << engine->name();
+    EXPECT_EQ(read_back(r).engine, engine->name()) << joined(r.engine_log);
+  }
+}
+
+// ---------------------------------------------------------------- hostile input (issue #25)
+
+// std::regex's recursive backtracking overflowed the stack (SIGSEGV) on one line of 20,000 -
+// 65,000 characters; the scanner's recursion is as deep as a template, and its time is linear.
+TEST(EngineLogHostile, AHundredThousandCharacterLineReadsWithoutCrashing) {
+  const std::string figures = "Available KV cache memory: 1.5 GiB";
+  for (const std::string unit : {"a", "1", " ", "kv_cache_size=1GiB ", "non-default args: {", "version "}) {
+    std::string line;
+    while (line.size() < 100000) line += unit;
+    const auto start = std::chrono::steady_clock::now();
+    const EngineLogFigures f = read_engine_log(line + figures + "\n" + line);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_DOUBLE_EQ(f.available_kv_gib.value_or(0), 1.5) << unit;
+    EXPECT_LT(seconds, 5.0) << unit;  // ~10 ms here; a quadratic scan takes minutes
+  }
 }
 
 }  // namespace

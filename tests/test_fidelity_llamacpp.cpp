@@ -239,7 +239,7 @@ TEST(FidelityLlamacppKvcalc, Llama3_8bQ8Cache) {
 
 // ---------------------------------------------------------------- explain --log on the fixtures
 // kvsight explain reads the "llama_kv_cache: size = X MiB (N cells" line
-// (planner/src/engines/log_reader.cpp), replays n_ctx = N and compares the tokens the
+// (the llama.cpp engine's log reader), replays n_ctx = N and compares the tokens the
 // logged size holds at kvsight's bytes per token with the logged cells.
 
 TEST(FidelityLlamacppExplain, Llama3_8bOneCacheLine) {

@@ -4,6 +4,7 @@
 // x86-64-v3; an AVX2 + FMA + F16C kernel for bf16 and fp16; AVX-512 kernels,
 // for bf16 where the CPU has the BF16 extension and for fp16 with AVX-512 F).
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -16,6 +17,18 @@
 #include "kvsight/error.hpp"
 
 namespace kvsight::probes::detail {
+
+// Alignment of the kernels' tiles and of the backend's buffers: one cache line.
+constexpr std::size_t kAlignment = 64;
+
+// A hot entry point cloned for x86-64-v3 (AVX2 + FMA) and a baseline x86-64 (GCC
+// function multi-versioning picks one at load time): the portable kernel's
+// run_task_dispatch and the backend's stream read.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KVS_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define KVS_CPU_CLONES
+#endif
 
 // Output of one task (sequence, KV head, split): unnormalised accumulators
 // [q_per_kv][head_dim], running max and sum per query head.
@@ -131,6 +144,28 @@ void dispatch_head_dim(int head_dim, F&& f) {
 constexpr int kPortableBf16Interleave = 16;
 constexpr int kAvx2Bf16Interleave = 16;
 constexpr int kAvx512Bf16Interleave = 32;
+
+// Tokens [begin, end) of one task: the whole context, or split split_index.
+struct TaskRange {
+  int begin, end;
+};
+TaskRange task_range(const kernels::PagedDecodeParams& p, bool split, int seq, int split_index);
+
+// Writes a finished task's accumulators (every kernel's): its partial (split-KV)
+// or its normalised output; interleave is the order state.acc is in (above).
+void write_task_output(const kernels::PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
+                       const TaskState& state, int interleave);
+
+// The portable kernel (cpu_kernel_portable.cpp): one task (sequence, KV head,
+// split), its output written; any q dtype and K/V storage, cloned for x86-64-v3.
+void run_task_dispatch(const kernels::PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
+                       TaskState& state);
+
+// The split-KV reduce of one query head's partials into its output.
+void reduce_head(const kernels::PagedDecodeParams& p, long long head);
+
+// Name of the portable kernel's clone this CPU gets ("portable (x86-64-v3 clone)").
+std::string portable_kernel_name();
 
 // KV heads one task of the AVX-512 kernel walks together (cpu_backend.cpp).
 int heads_per_task_for(int num_kv_heads, int head_dim, long long seqs_x_splits, std::uint32_t threads);

@@ -1,5 +1,5 @@
 // The cpu backend's AVX2 + FMA + F16C paged-decode kernel, for bf16 and fp16
-// q/K/V: the same algorithm as attend_range in cpu_backend.cpp (each
+// q/K/V: the same algorithm as attend_range in cpu_kernel_portable.cpp (each
 // (sequence, KV head) walks its token range in tiles of 32 with an online
 // softmax; split-KV partials are reduced by the backend), laid out as the
 // AVX-512 BF16 kernel (cpu_kernel_avx512.cpp) at 8 lanes.
@@ -99,7 +99,7 @@ KVS_AVX2_INLINE Wide16 widen16_bf16(const std::uint16_t* p) {
 }
 
 // exp of x <= 0, 8 lanes: the Cephes expf of the portable kernel's exp8
-// (cpu_backend.cpp), relative error ~1e-7; x clamped at -87.3.
+// (cpu_kernel_portable.cpp), relative error ~1e-7; x clamped at -87.3.
 KVS_AVX2_INLINE __m256 exp8(__m256 x) {
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),

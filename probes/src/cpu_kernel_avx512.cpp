@@ -1,8 +1,8 @@
 // The cpu backend's AVX-512 paged-decode kernels, for bf16 q/K/V (with the
 // BF16 extension) and for fp16 (AVX-512 F/BW/DQ/VL): the same algorithm as
-// attend_range in cpu_backend.cpp (each (sequence, KV head) walks its token
-// range in tiles of 32 with an online softmax; split-KV partials are reduced
-// by the backend) at 16 lanes.
+// attend_range in cpu_kernel_portable.cpp (each (sequence, KV head) walks its
+// token range in tiles of 32 with an online softmax; split-KV partials are
+// reduced by the backend) at 16 lanes.
 //
 // Why it exists: the portable 8-lane kernel spends ~370 instructions per
 // (token, KV head) at GQA 4 and is bound by arithmetic, not by memory (see

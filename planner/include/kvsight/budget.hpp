@@ -11,6 +11,7 @@
 
 #include "kvsight/engine_exllama.hpp"
 #include "kvsight/engine_llamacpp.hpp"
+#include "kvsight/engine_log.hpp"
 #include "kvsight/engine_sglang.hpp"
 #include "kvsight/engine_trtllm.hpp"
 #include "kvsight/engine_version.hpp"
@@ -186,9 +187,8 @@ struct StartupCheck {
   std::string source;  // engine file and version the rule was read from
 };
 
-struct EngineDecision;    // kvsight/engine_decision.hpp
-struct EngineLogFigures;  // kvsight/engine_log.hpp
-struct GateInput;         // kvsight/gates.hpp
+struct EngineDecision;  // kvsight/engine_decision.hpp
+struct GateInput;       // kvsight/gates.hpp
 struct KernelVerdict;
 struct GateResult;
 
@@ -264,6 +264,10 @@ class Engine {
   void check_options(const EngineOptions& options) const;
 
   // --- explain: replaying a start-up log.
+  // The reader of the start-up lines the engine prints (kvsight/engine_log.hpp), their formats
+  // defined once beside the code that prints them; read_engine_log asks every engine's.
+  // nullptr: the engine prints no line that explain reads.
+  virtual std::unique_ptr<EngineLogReader> log_reader() const { return nullptr; }
   // Sets the options the log's figures stand for that the engine would read from its own
   // command line (llama.cpp: n_ctx and the slots of its cache line), each named in `inputs`.
   virtual void options_from_log(const EngineLogFigures&, EngineOptions&, std::vector<std::string>&) const {}

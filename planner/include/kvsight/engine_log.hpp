@@ -1,8 +1,9 @@
 #pragma once
 // A reader of engine start-up logs (vLLM V0/V1, SGLang, llama.cpp, TensorRT-LLM) into typed
 // figures, for `kvsight explain --log FILE`: the lines the engines print about memory and KV
-// capacity, each figure optional (a log excerpt may lack any of them). Line formats and the
-// engine file that prints each: docs/reference/engine-versions.md "Log lines".
+// capacity, each figure optional (a log excerpt may lack any of them). Each engine reads its own
+// lines (EngineLogReader); line formats and the engine file that prints each: the engine's file
+// in planner/src/engines and docs/reference/engine-versions.md "Log lines".
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,12 +30,33 @@ struct EngineLogFigures {
   std::optional<std::uint32_t> tensor_parallel_size;      // vLLM "non-default args: {... 'tensor_parallel_size': N"
   std::vector<std::string> matched_lines;                // the lines a figure came from, in order
   // llama.cpp "(N cells, L layers, S/T seqs)": S = n_seq_max, T = n_stream (1: a unified cache);
-  // kv_tokens is N x T (log_reader.cpp).
+  // kv_tokens is N x T (llamacpp.cpp, its log reader).
   std::optional<std::uint32_t> llamacpp_seqs;
   std::optional<std::uint32_t> llamacpp_streams;
 };
 
-// Reads every line it knows; unknown lines are skipped. Never throws on content.
+// What one log line was to an engine's reader.
+enum class LogLineRead {
+  other,    // not one of the engine's lines
+  figures,  // the engine's line, read into the figures: the log is this engine's
+  context,  // the engine's line, kept for a later one (llama.cpp's old n_ctx line); names no engine
+};
+
+// An engine's reader of the start-up lines it prints (Engine::log_reader, kvsight/budget.hpp),
+// one per log: it may carry what a line said to a later line. Each engine defines the format of
+// its lines once, beside the code that prints them (planner/src/engines/log_line.hpp).
+class EngineLogReader {
+ public:
+  virtual ~EngineLogReader() = default;
+  // Reads the figures of `line` into `figures`. Never throws on content.
+  virtual LogLineRead read(std::string_view line, EngineLogFigures& figures) = 0;
+  // Whether `line`, which starts with '#' as a log excerpt's comment does, starts one of the
+  // engine's lines (vLLM V0's "# GPU blocks: N").
+  virtual bool starts_line(std::string_view) const { return false; }
+};
+
+// Reads every line some engine's reader knows; unknown lines are skipped. Never throws on
+// content.
 EngineLogFigures read_engine_log(std::string_view text);
 
 }  // namespace kvsight

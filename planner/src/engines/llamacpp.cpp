@@ -41,6 +41,7 @@
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
+#include "log_line.hpp"
 
 namespace kvsight {
 namespace {
@@ -318,6 +319,7 @@ class LlamaCppEngine final : public Engine {
   }
   void options_from_log(const EngineLogFigures& f, EngineOptions& options,
                         std::vector<std::string>& inputs) const override;
+  std::unique_ptr<EngineLogReader> log_reader() const override;
   std::vector<std::string> gate_notes(const GpuSpec&, const EngineOptions&) const override {
     return {"llama.cpp splits a model across GPUs by layer (-sm layer) by default; --tp is ignored"};
   }
@@ -336,6 +338,64 @@ void LlamaCppEngine::options_from_log(const EngineLogFigures& f, EngineOptions& 
     options.llamacpp.kv_unified =
         options.llamacpp.kv_unified || (f.llamacpp_streams.value_or(1) == 1 && *f.llamacpp_seqs > 1);
   }
+}
+
+// The cache line of src/llama-kv-cache.cpp, which budget() prints (one per cache) and explain
+// reads back (log_line.hpp): "%6u cells" is kv_size, the cells of ONE stream, and "%2u/%u seqs"
+// n_seq_max / n_stream (n_stream = 1 unified, else n_seq_max), so "( 2048 cells, 22 layers,  4/4
+// seqs)" holds 4 x 2048 cells (b11312). Older builds print "S seqs" (one stream) or no seqs part,
+// and name the cache llama_kv_cache_unified. Builds before the llama_kv_cache rename (~b5000 and
+// older) print, read only, "llama_new_context_with_model: n_ctx = N" (llama_init_from_model from
+// ~b4500) and "KV self size  = X MiB, K (f16): ..." (src/llama.cpp of llama-cpp-python 0.2.82 /
+// 0.3.8).
+const LogLine kLlamaCacheLine{
+    "llama_kv_cache{a-z_}: { }size = { }{X:mib} MiB ({ }{N:cells} cells"
+    "[, { }{N} layers, { }{N:seqs}[/{N:streams}] seqs][), K ({T}): { }{X} MiB, V ({T}): { }{X} MiB]"};
+const LogLine kLlamaOldContextLine{"llama_new_context_with_model: n_ctx { }={s}{N:n_ctx}",
+                                   "llama_init_from_model: n_ctx { }={s}{N:n_ctx}"};
+const LogLine kLlamaOldSizeLine{"llama_new_context_with_model: KV self size { }= { }{X:mib} MiB",
+                                "llama_init_from_model: KV self size { }= { }{X:mib} MiB"};
+
+class LlamaCppLogReader final : public EngineLogReader {
+ public:
+  LogLineRead read(std::string_view line, EngineLogFigures& f) override {
+    LogLineRead read = LogLineRead::other;
+    // An iSWA model (gpt-oss, Gemma 2/3) prints two cache lines, the non-SWA cache first
+    // (llama-kv-cache-iswa.cpp: "creating non-SWA KV cache", then "creating SWA KV cache"): the
+    // first carries n_ctx, so a later line does not replace it.
+    if (const std::optional<LogMatch> m = kLlamaCacheLine.read(line); m && !cache_line_read_) {
+      cache_line_read_ = true;
+      f.kv_size_gib = m->number("mib") / 1024.0;
+      // Cells per stream x streams ("S/T seqs"; "S seqs" and no seqs part: one stream).
+      const std::uint64_t streams = m->has("streams") ? m->count("streams") : 1;
+      const std::uint64_t cells = m->count("cells"), t = streams > 0 ? streams : 1;
+      f.kv_tokens = cells > UINT64_MAX / t ? UINT64_MAX : cells * t;  // saturate as count() does
+      if (m->has("seqs"))
+        f.llamacpp_seqs = static_cast<std::uint32_t>(std::min<std::uint64_t>(m->count("seqs"), 1u << 20));
+      if (m->has("streams"))
+        f.llamacpp_streams = static_cast<std::uint32_t>(std::min<std::uint64_t>(streams, 1u << 20));
+      read = LogLineRead::figures;
+    }
+    if (const std::optional<LogMatch> m = kLlamaOldContextLine.read(line)) {
+      old_n_ctx_ = m->count("n_ctx");
+      if (read == LogLineRead::other) read = LogLineRead::context;
+    }
+    if (const std::optional<LogMatch> m = kLlamaOldSizeLine.read(line); m && !cache_line_read_) {
+      cache_line_read_ = true;
+      f.kv_size_gib = m->number("mib") / 1024.0;
+      if (old_n_ctx_) f.kv_tokens = old_n_ctx_;  // one stream of n_ctx cells in those builds
+      read = LogLineRead::figures;
+    }
+    return read;
+  }
+
+ private:
+  bool cache_line_read_ = false;
+  std::uint64_t old_n_ctx_ = 0;  // the n_ctx line that precedes an old "KV self size" line
+};
+
+std::unique_ptr<EngineLogReader> LlamaCppEngine::log_reader() const {
+  return std::make_unique<LlamaCppLogReader>();
 }
 
 // n_ctx: --ctx-size; 0 = the model's training context (llama-context.cpp: n_ctx_train).
@@ -460,7 +520,7 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   }
   result.kv.bytes_per_token = per_token_full;
   result.kv.bytes_per_token_all_layers = per_token_all;
-  // The size line explain reads is the first, non-SWA cache's (log_reader.cpp).
+  // The size line explain reads is the first, non-SWA cache's (LlamaCppLogReader).
   result.kv.pool_bytes_per_token = per_token_full;
   result.kv.state_bytes_per_sequence = state;
   const std::uint64_t context = options.context ? options.context : slot_ctx;
@@ -486,14 +546,11 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   // The engine's own log lines.
   result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));
   if (!unified) result.engine_log.push_back("llama_context: n_ctx_seq     = " + std::to_string(slot_ctx));
-  // llama-kv-cache.cpp: "%6u cells" is kv_size, the cells of ONE stream, and "%2u/%u seqs" is
-  // n_seq_max / n_stream (n_stream = 1 unified, else n_seq_max): "( 2048 cells, 22 layers,  4/4 seqs)"
-  // holds 4 x 2048 cells.
+  // The cache line (kLlamaCacheLine): the cells of one stream, n_seq_max / n_stream.
   auto kv_line = [&](std::uint64_t k, std::uint64_t v, std::uint64_t stream_cells, std::uint32_t layers) {
-    return "llama_kv_cache: size = " + mib(k + v, 7) + " MiB (" + padded(stream_cells, 6) + " cells, " +
-           padded(layers, 3) + " layers, " + padded(n_par, 2) + "/" + std::to_string(cache.streams) +
-           " seqs), K (" + ggml_name(tk) + "): " + mib(k, 7) + " MiB, V (" + ggml_name(tv) +
-           "): " + mib(v, 7) + " MiB";
+    return kLlamaCacheLine.print({mib(k + v, 7), padded(stream_cells, 6), padded(layers, 3), padded(n_par, 2),
+                                  std::to_string(cache.streams), ggml_name(tk), mib(k, 7), ggml_name(tv),
+                                  mib(v, 7)});
   };
   if (cache.base_layers > 0)
     result.engine_log.push_back(kv_line(cache.base_k, cache.base_v, cache.n_ctx_seq, cache.base_layers));

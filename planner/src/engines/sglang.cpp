@@ -26,6 +26,7 @@
 #include "kvsight/checked.hpp"
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
+#include "log_line.hpp"
 
 namespace kvsight {
 namespace {
@@ -72,7 +73,28 @@ class SglangEngine final : public Engine {
     if (auto kv = kv_heads_split_check(model, options)) checks.push_back(*kv);
     return checks;
   }
+  std::unique_ptr<EngineLogReader> log_reader() const override;
 };
+
+// The pool line of srt/mem_cache/memory_pool.py, which budget() prints and explain reads back
+// (log_line.hpp): the K and V buffers' sizes in "GB" of 2^30 bytes.
+const LogLine kSglangPoolLine{
+    "KV Cache is allocated. #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB"};
+
+class SglangLogReader final : public EngineLogReader {
+ public:
+  LogLineRead read(std::string_view line, EngineLogFigures& f) override {
+    const bool read = kSglangPoolLine.read(line, [&](const LogMatch& m) {
+      f.kv_tokens = m.count("tokens");
+      f.kv_size_gib = m.number("k_gib") + m.number("v_gib");
+    });
+    return read ? LogLineRead::figures : LogLineRead::other;
+  }
+};
+
+std::unique_ptr<EngineLogReader> SglangEngine::log_reader() const {
+  return std::make_unique<SglangLogReader>();
+}
 
 PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
                                 const EngineOptions& options) const {
@@ -251,9 +273,8 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
         v_bytes += heads * types.v.row_bytes(l.head_dim_v) * (tokens + page);
       }
     }
-    result.engine_log.push_back("KV Cache is allocated. #tokens: " + std::to_string(tokens) +
-                                ", K size: " + fixed_text(to_gib(k_bytes), 2) +
-                                " GB, V size: " + fixed_text(to_gib(v_bytes), 2) + " GB");
+    result.engine_log.push_back(kSglangPoolLine.print(
+        {std::to_string(tokens), fixed_text(to_gib(k_bytes), 2), fixed_text(to_gib(v_bytes), 2)}));
     result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
                                 ", context_len=" + std::to_string(context_len));
   }

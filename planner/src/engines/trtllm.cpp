@@ -19,6 +19,7 @@
 #include "kvsight/checked.hpp"
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
+#include "log_line.hpp"
 
 namespace kvsight {
 namespace {
@@ -71,7 +72,36 @@ class TrtllmEngine final : public Engine {
     if (auto kv = kv_heads_split_check(model, options)) checks.push_back(*kv);
     return checks;
   }
+  std::unique_ptr<EngineLogReader> log_reader() const override;
 };
+
+// The pool line of kvCacheManager.cpp, which budget() prints and explain reads back (log_line.hpp),
+// and the two lines 0.5-0.8 printed instead, read only: "Allocate N bytes for k/v cache." and
+// "Using N tokens in paged KV cache." (NVIDIA/TensorRT-LLM issues #224 and #1400).
+const LogLine kTrtllmPoolLine{
+    "{*[TensorRT-LLM][INFO] [MemUsageChange] }Allocated {X:gib} GiB for max tokens in paged KV cache "
+    "({N:tokens}){*.}"};
+const LogLine kTrtllmBytesLine{"Allocate {N:bytes} bytes for k/v cache"};
+const LogLine kTrtllmTokensLine{"Using {N:tokens} tokens in paged KV cache"};
+
+class TrtllmLogReader final : public EngineLogReader {
+ public:
+  LogLineRead read(std::string_view line, EngineLogFigures& f) override {
+    bool read = false;
+    read |= kTrtllmPoolLine.read(line, [&](const LogMatch& m) {
+      f.available_kv_gib = m.number("gib");
+      f.kv_tokens = m.count("tokens");
+    });
+    read |= kTrtllmBytesLine.read(line,
+                                  [&](const LogMatch& m) { f.available_kv_gib = to_gib(m.count("bytes")); });
+    read |= kTrtllmTokensLine.read(line, [&](const LogMatch& m) { f.kv_tokens = m.count("tokens"); });
+    return read ? LogLineRead::figures : LogLineRead::other;
+  }
+};
+
+std::unique_ptr<EngineLogReader> TrtllmEngine::log_reader() const {
+  return std::make_unique<TrtllmLogReader>();
+}
 
 PlanResult TrtllmEngine::budget(const EngineDecision& decision, const ModelSpec& model, const GpuSpec* gpu,
                                 const EngineOptions& options) const {
@@ -171,10 +201,8 @@ PlanResult TrtllmEngine::budget(const EngineDecision& decision, const ModelSpec&
                               std::to_string(pages));
   result.engine_log.push_back(
       "[TensorRT-LLM][INFO] Number of tokens per block: " + std::to_string(tokens_per_block) + ".");
-  result.engine_log.push_back("[TensorRT-LLM][INFO] [MemUsageChange] Allocated " +
-                              fixed_text(to_gib(cap.num_blocks * block_bytes), 2) +
-                              " GiB for max tokens in paged KV cache (" + std::to_string(cap.kv_tokens) +
-                              ").");
+  result.engine_log.push_back(kTrtllmPoolLine.print(
+      {fixed_text(to_gib(cap.num_blocks * block_bytes), 2), std::to_string(cap.kv_tokens)}));
   if (!cap.fits)
     result.warnings.push_back("max_seq_len " + std::to_string(max_seq_len) +
                               " does not fit: the pool holds " + std::to_string(cap.kv_tokens) +

@@ -29,6 +29,7 @@
 #include "kvsight/checked.hpp"
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
+#include "log_line.hpp"
 #include "vllm_speculative.hpp"
 #include "vllm_stages.hpp"
 
@@ -606,6 +607,110 @@ std::uint64_t estimate_max_model_len(const std::function<bool(std::uint64_t)>& f
 
 // ---------------------------------------------------------------- 8. report
 
+// The log lines with figures, as vLLM prints them (report_figures below prints them and
+// VllmLogReader reads them back, log_line.hpp); some are read only (kvsight has no figure for them):
+//   V1 v1/worker/gpu_worker.py        "Available KV cache memory: X GiB"; "reserved X GiB memory for
+//                                     KV Cache" (kv_cache_memory_bytes)
+//      v1/core/kv_cache_utils.py      "GPU KV cache size: N tokens" (0.28+: on the line of the
+//                                     concurrency), "Maximum concurrency for N tokens per request:
+//                                     X.XXx", "# GPU blocks: N" (V1 before PR #13596); "To serve at
+//                                     least one request with the models's max seq len (L), (X GiB KV
+//                                     cache is needed, which is larger than the available KV cache
+//                                     memory (Y GiB). ... the estimated maximum model length is N"
+//                                     (check_enough_kv_cache_memory)
+//      v1/worker/gpu_model_runner.py  "Loading model weights took X GB" / "Model loading took X GiB",
+//                                     "Graph capturing finished in N secs, took X GiB" (read only)
+//      entrypoints/utils.py           "non-default args: {'max_model_len': N, 'gpu_memory_utilization':
+//                                     X, 'tensor_parallel_size': N, ...}" (the flags given, as a Python
+//                                     dict; 0.10+; read only)
+//      entrypoints/openai/api_server.py "vLLM API server version X"; the start-up banner (utils.py,
+//                                     0.11+) "version X" (read only)
+//   V0 worker/worker.py               "Memory profiling results: total_gpu_memory=XGiB ...
+//                                     kv_cache_size=XGiB gpu_memory_utilization=X"
+//      executor                       "# GPU blocks: N, # CPU blocks: M"; "maximum number of tokens
+//                                     that can be stored in KV cache (N)"
+class VllmLogReader final : public EngineLogReader {
+ public:
+  LogLineRead read(std::string_view line, EngineLogFigures& figures) override;
+  bool starts_line(std::string_view line) const override;
+};
+
+namespace {
+
+const LogLine kAvailableLine{"Available KV cache memory: {-X:gib} GiB"};
+const LogLine kReservedLine{
+    "{*Initial free memory ... GiB, }reserved {-X:gib} GiB memory for KV Cache{* as specified by "
+    "kv_cache_memory_bytes config and skipped memory profiling.}"};
+const LogLine kV0ProfileLine{
+    "{*Memory profiling results: }total_gpu_memory={X:total_gib}GiB{* ... }kv_cache_size={-X:kv_gib}GiB"
+    "{* }gpu_memory_utilization={X:utilization}"};
+const LogLine kKvTokensLine{"GPU KV cache size: {N,:tokens} tokens"};
+const LogLine kConcurrencyLine{
+    "Maximum concurrency for {N,:max_model_len} tokens per request: {X:concurrency}x"};
+const LogLine kGpuBlocksLine{"# GPU blocks: {N:blocks}[, # CPU blocks: {N}]"};
+const LogLine kWeightsLine{"Loading model weights took {X:gib} G", "Model loading took {X:gib} G"};
+const LogLine kGraphsLine{"Graph capturing finished in {X} sec[s], took {-X:gib} GiB"};
+const LogLine kNotEnoughLine{
+    "{*ValueError: To serve at least one request with the model's }max seq len ({N:max_model_len}), "
+    "({X:needed_gib} GiB KV cache is needed{*, which is larger than the }available KV cache memory "
+    "({-X:available_gib} GiB){*. }"};
+const LogLine kEstimatedLine{
+    "{*Based on the available memory, the }estimated maximum model length is {N:length}{*. }"};
+const LogLine kV0MaxTokensLine{
+    "[The model's max seq len ({N}) is larger than the ]maximum number of tokens that can be stored in KV "
+    "cache ({N:tokens}){*. }"};
+const LogLine kVersionLine{"vLLM API server version [v]{V:version}",
+                           "utils.py:{N}\\] { }{W}version [v]{V:version}"};
+const LogLine kNonDefaultArgsLine{"non-default args: \\{{T:args}\\}"};
+const LogLine kMaxModelLenArg{"'max_model_len': {N:value}"};
+const LogLine kUtilizationArg{"'gpu_memory_utilization': {X:value}"};
+const LogLine kTensorParallelArg{"'tensor_parallel_size': {N:value}"};
+// How both of the refusals end.
+constexpr const char* kTryIncreasing =
+    "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.";
+
+}  // namespace
+
+LogLineRead VllmLogReader::read(std::string_view line, EngineLogFigures& f) {
+  bool read = false;
+  read |= kAvailableLine.read(line, [&](const LogMatch& m) { f.available_kv_gib = m.number("gib"); });
+  read |= kReservedLine.read(line, [&](const LogMatch& m) { f.available_kv_gib = m.number("gib"); });
+  read |= kV0ProfileLine.read(line, [&](const LogMatch& m) {
+    f.total_gpu_gib = m.number("total_gib");
+    f.available_kv_gib = m.number("kv_gib");
+    f.gpu_memory_utilization = m.number("utilization");
+  });
+  read |= kKvTokensLine.read(line, [&](const LogMatch& m) { f.kv_tokens = m.count("tokens"); });
+  read |= kConcurrencyLine.read(line, [&](const LogMatch& m) {
+    f.max_model_len = m.count("max_model_len");
+    f.max_concurrency = m.number("concurrency");
+  });
+  read |= kGpuBlocksLine.read(line, [&](const LogMatch& m) { f.num_gpu_blocks = m.count("blocks"); });
+  read |= kWeightsLine.read(line, [&](const LogMatch& m) { f.weights_gib = m.number("gib"); });
+  read |= kGraphsLine.read(line, [&](const LogMatch& m) { f.cuda_graph_gib = m.number("gib"); });
+  read |= kNotEnoughLine.read(line, [&](const LogMatch& m) {
+    f.max_model_len = m.count("max_model_len");
+    f.kv_needed_gib = m.number("needed_gib");
+    f.available_kv_gib = m.number("available_gib");
+  });
+  read |=
+      kEstimatedLine.read(line, [&](const LogMatch& m) { f.estimated_max_model_len = m.count("length"); });
+  read |= kV0MaxTokensLine.read(line, [&](const LogMatch& m) { f.kv_tokens = m.count("tokens"); });
+  read |= kVersionLine.read(line, [&](const LogMatch& m) { f.engine_version = m.text("version"); });
+  read |= kNonDefaultArgsLine.read(line, [&](const LogMatch& m) {
+    const std::string args = m.text("args");
+    kMaxModelLenArg.read(args, [&](const LogMatch& a) { f.max_model_len = a.count("value"); });
+    kUtilizationArg.read(args, [&](const LogMatch& a) { f.gpu_memory_utilization = a.number("value"); });
+    kTensorParallelArg.read(args, [&](const LogMatch& a) {
+      const std::uint64_t tp = a.count("value");
+      if (tp > 0 && tp <= 4096) f.tensor_parallel_size = static_cast<std::uint32_t>(tp);
+    });
+  });
+  return read ? LogLineRead::figures : LogLineRead::other;
+}
+
+bool VllmLogReader::starts_line(std::string_view line) const { return kGpuBlocksLine.starts(line); }
+
 ReportFigures report_figures(const ReportInputs& in) {
   const Version& version = *in.version;
   const Layout& layout = *in.layout;
@@ -644,47 +749,34 @@ ReportFigures report_figures(const ReportInputs& in) {
   // The engine's own log lines.
   std::vector<std::string>& log = out.engine_log;
   if (v0) {
-    log.push_back("Memory profiling results: total_gpu_memory=" + fixed_text(in.total_gib, 2) + "GiB ... " +
-                  "kv_cache_size=" + fixed_text(to_gib(in.available_bytes), 2) +
-                  "GiB gpu_memory_utilization=" + fixed_text(in.util, 2));
+    log.push_back(kV0ProfileLine.print(
+        {fixed_text(in.total_gib, 2), fixed_text(to_gib(in.available_bytes), 2), fixed_text(in.util, 2)}));
     // CPU blocks: swap_space 4 GiB // cache block bytes (V0 CacheEngine.get_cache_block_size).
     const std::uint64_t cpu_blocks = pool.page_bytes > 0 ? (4 * kGiBBytes) / pool.page_bytes : 0;
-    log.push_back("# GPU blocks: " + std::to_string(pool.num_blocks) +
-                  ", # CPU blocks: " + std::to_string(cpu_blocks));
-    log.push_back("Maximum concurrency for " + std::to_string(in.max_model_len) +
-                  " tokens per request: " + fixed_text(out.max_concurrency, 2) + "x");
+    log.push_back(kGpuBlocksLine.print({std::to_string(pool.num_blocks), std::to_string(cpu_blocks)}));
+    log.push_back(
+        kConcurrencyLine.print({std::to_string(in.max_model_len), fixed_text(out.max_concurrency, 2)}));
     if (!in.fits)
-      log.push_back("The model's max seq len (" + std::to_string(in.max_model_len) +
-                    ") is larger than the maximum number of tokens that can be stored in KV cache (" +
-                    std::to_string(out.kv_tokens) +
-                    "). Try increasing `gpu_memory_utilization` or "
-                    "decreasing `max_model_len` when initializing the engine.");
+      log.push_back(
+          kV0MaxTokensLine.print({std::to_string(in.max_model_len), std::to_string(out.kv_tokens)}) +
+          kTryIncreasing);
     return out;
   }
   if (in.kv_cache_memory_given)
-    log.push_back("Initial free memory ... GiB, reserved " + fixed_text(to_gib(in.available_bytes), 2) +
-                  " GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped "
-                  "memory profiling.");
+    log.push_back(kReservedLine.print({fixed_text(to_gib(in.available_bytes), 2)}));
   else
     // gpu_worker.py logs the signed difference: negative when the model does not fit.
-    log.push_back("Available KV cache memory: " + fixed_text(in.available_gib_signed, 2) + " GiB");
+    log.push_back(kAvailableLine.print({fixed_text(in.available_gib_signed, 2)}));
   if (in.fits) {
-    log.push_back("GPU KV cache size: " + commas_text(out.kv_tokens) + " tokens");
-    log.push_back("Maximum concurrency for " + commas_text(in.max_model_len) +
-                  " tokens per request: " + fixed_text(out.max_concurrency, 2) + "x");
+    log.push_back(kKvTokensLine.print({commas_text(out.kv_tokens)}));
+    log.push_back(
+        kConcurrencyLine.print({commas_text(in.max_model_len), fixed_text(out.max_concurrency, 2)}));
   } else {
     const std::uint64_t need = checked_mul(in.req_pages, pool.page_bytes, "kv bytes needed");
-    log.push_back(
-        "ValueError: To serve at least one request with the model's max seq len (" +
-        std::to_string(in.max_model_len) + "), (" + fixed_text(to_gib(need), 2) +
-        " GiB KV cache is needed, which is larger than the available KV cache "
-        "memory (" +
-        fixed_text(to_gib(in.available_bytes), 2) + " GiB). " +
-        (in.largest > 0 ? "Based on the available memory, the estimated maximum model length is " +
-                              std::to_string(in.largest) + ". "
-                        : std::string()) +
-        "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the "
-        "engine.");
+    log.push_back(kNotEnoughLine.print({std::to_string(in.max_model_len), fixed_text(to_gib(need), 2),
+                                        fixed_text(to_gib(in.available_bytes), 2)}) +
+                  (in.largest > 0 ? kEstimatedLine.print({std::to_string(in.largest)}) : std::string()) +
+                  kTryIncreasing);
   }
   return out;
 }
@@ -796,6 +888,7 @@ class VllmEngine final : public Engine {
   // vLLM refuses to start when less than requested = total x gpu_memory_utilization is free
   // (worker/utils.py request_memory; formulas.md step 1).
   bool needs_free_memory_for_budget() const override { return true; }
+  std::unique_ptr<EngineLogReader> log_reader() const override { return std::make_unique<VllmLogReader>(); }
   void order_kernels(const GateInput& input, std::vector<KernelVerdict>& verdicts) const override;
   std::vector<std::string> gate_notes(const GpuSpec& gpu, const EngineOptions& options) const override;
   std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
