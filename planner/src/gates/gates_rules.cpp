@@ -96,8 +96,11 @@ Condition vllm_triton_attn_kv() {
                                          "fp8_e5m2",
                                          "int8_per_token_head",
                                          "fp8_per_token_head"};
-  std::vector<std::string> v028 = v020;
-  v028.push_back("int4_per_token_head");
+  // v0.28 adds int4_per_token_head. Built whole, not by push_back on a copy: GCC 12 reports
+  // a false -Warray-bounds on that pattern in some builds (non-unity, long source paths).
+  const std::vector<std::string> v028 = {"auto",     "float16",  "bfloat16", "fp8",
+                                         "fp8_e4m3", "fp8_e5m2", "int8_per_token_head",
+                                         "fp8_per_token_head", "int4_per_token_head"};
   return kv_types({
       {{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV012, kV016, ""},
       {{"auto", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2"}, 0, kAnyCc, kV016, kV020, ""},
