@@ -201,22 +201,22 @@ Table cliff_csv(const app::CliffOutcome& out, const std::vector<std::string>& no
   csv.number("context_cost", "split_slope_us_per_token", out.split_curve.slope_us_per_token, "us/token",
              out.scenario_mode ? "published 0.430 us/token" : scenario.split_source);
   if (out.scenario_mode) {
-    csv.number("context_cost", "published_growth_1k_to_32k", kVllm50264CallUsAt32K / kVllm50264CallUsAt1K,
+    csv.number("context_cost", "published_growth_1k_to_32k", vllm_50264_figures().growth(),
                "ratio", "vLLM #50264");
-    csv.number("context_cost", "published_slope_us_per_token", kVllm50264SlopeUsPerToken, "us/token",
+    csv.number("context_cost", "published_slope_us_per_token", vllm_50264_figures().slope_us_per_token, "us/token",
                "vLLM #50264");
     csv.number("context_cost", "published_split_us_per_call_32k",
-               kVllm45916SplitCallUsAt32K + kVllm45916ReduceUs, "us", "PR #45916");
-    csv.number("context_cost", "published_split_slope_us_per_token", kVllm45916SlopeUsPerToken, "us/token",
+               vllm_50264_figures().split_total_us_32k(), "us", "PR #45916");
+    csv.number("context_cost", "published_split_slope_us_per_token", vllm_50264_figures().split_slope_us_per_token, "us/token",
                "PR #45916");
   }
 
   for (const DecodePoint& p : out.curve.points)
     csv.point("selected_path", out.kernel, p,
-              published_point(out.scenario_mode, vllm_50264_published(), p.context));
+              published_point(out.scenario_mode, vllm_50264_figures().collapse, p.context));
   for (const DecodePoint& p : out.split_curve.points)
     csv.point("split_path", "split-KV", p,
-              published_point(out.scenario_mode, vllm_45916_split_published(), p.context));
+              published_point(out.scenario_mode, vllm_50264_figures().split, p.context));
 
   if (out.measured) {
     csv.figure("measured", "backend", out.measured->backend);
@@ -297,7 +297,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   if (scenario_mode) {
     // cliff.md: 79.68 ms at 1024 tokens after PR #45916, where the split kernel does
     // not split yet (below 1344 tokens), i.e. the same 356.664 us per call as before.
-    const double split_run_baseline = 79.68 - 16.0 * kVllm50264CallUsAt1K / 1000.0;
+    const double split_run_baseline = 79.68 - 16.0 * vllm_50264_figures().call_us_1k / 1000.0;
     notes.push_back(
         "published split run: 79.68 ms at 1024 tokens implies a non-attention time of 79.68 - 16 x 0.357 = " +
         fixed_text(split_run_baseline, 2) + " ms, " +
@@ -319,10 +319,10 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     plot.series = {fallback, split};
     if (scenario_mode) {
       PlotSeries published{"published, vLLM 0.23.1", "#d62728", {}, true, false};
-      for (const PublishedPoint& p : vllm_50264_published())
+      for (const PublishedPoint& p : vllm_50264_figures().collapse)
         published.points.emplace_back(p.context, p.ms_per_token);
       PlotSeries published_split{"published, PR #45916", "#1f77b4", {}, true, false};
-      for (const PublishedPoint& p : vllm_45916_split_published()) {
+      for (const PublishedPoint& p : vllm_50264_figures().split) {
         published_split.points.emplace_back(p.context, p.ms_per_token);
       }
       plot.series.push_back(published);
@@ -336,7 +336,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     nlohmann::json points = nlohmann::json::array(), split_points = nlohmann::json::array();
     for (const DecodePoint& p : curve.points) {
       nlohmann::json j = point_json(p, scenario);
-      if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
+      if (const PublishedPoint* pub = published_at(vllm_50264_figures().collapse, p.context)) {
         j["published_ms_per_token"] = pub->ms_per_token;
         j["published_tok_s"] = pub->tok_s;
       }
@@ -344,17 +344,17 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     }
     for (const DecodePoint& p : split_curve.points) {
       nlohmann::json j = point_json(p, scenario);
-      if (const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context)) {
+      if (const PublishedPoint* pub = published_at(vllm_50264_figures().split, p.context)) {
         j["published_ms_per_token"] = pub->ms_per_token;
       }
       split_points.push_back(j);
     }
     nlohmann::json published = nlohmann::json::array(), published_split = nlohmann::json::array();
     if (scenario_mode) {
-      for (const PublishedPoint& p : vllm_50264_published()) {
+      for (const PublishedPoint& p : vllm_50264_figures().collapse) {
         published.push_back({{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
       }
-      for (const PublishedPoint& p : vllm_45916_split_published()) {
+      for (const PublishedPoint& p : vllm_50264_figures().split) {
         published_split.push_back(
             {{"context", p.context}, {"ms_per_token", p.ms_per_token}, {"tok_s", p.tok_s}});
       }
@@ -397,10 +397,10 @@ void run_cliff(const CliffArgs& args, CliState& state) {
         {"title", title},
         {"notes", notes}};
     if (scenario_mode) {
-      out["published_slope_us_per_token"] = kVllm50264SlopeUsPerToken;
-      out["published_growth"] = kVllm50264CallUsAt32K / kVllm50264CallUsAt1K;
-      out["published_split_us_per_call_32k"] = kVllm45916SplitCallUsAt32K + kVllm45916ReduceUs;
-      out["published_split_slope_us_per_token"] = kVllm45916SlopeUsPerToken;
+      out["published_slope_us_per_token"] = vllm_50264_figures().slope_us_per_token;
+      out["published_growth"] = vllm_50264_figures().growth();
+      out["published_split_us_per_call_32k"] = vllm_50264_figures().split_total_us_32k();
+      out["published_split_slope_us_per_token"] = vllm_50264_figures().split_slope_us_per_token;
     }
     if (measured.present) {
       nlohmann::json kernels = nlohmann::json::array();
@@ -441,7 +441,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   summary.rows.push_back(
       {"slope (step, per context token)", fixed_text(curve.slope_us_per_token, 3) + " us/token",
        scenario_mode
-           ? "published 4.840 us/token (" + pct(curve.slope_us_per_token, kVllm50264SlopeUsPerToken) + ")"
+           ? "published 4.840 us/token (" + pct(curve.slope_us_per_token, vllm_50264_figures().slope_us_per_token) + ")"
            : "least squares over the contexts"});
   summary.rows.push_back({"split-KV per call at 32K", fixed_text(split_call_32k, 3) + " us",
                           std::to_string(split_32k_splits) + " splits" +
@@ -464,7 +464,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
   for (const DecodePoint& p : curve.points) {
     std::vector<std::string> row = {commas_text(p.context), fixed_text(p.attention_us_per_call, 3),
                                     fixed_text(p.ms_per_token, 2)};
-    if (const PublishedPoint* pub = published_at(vllm_50264_published(), p.context)) {
+    if (const PublishedPoint* pub = published_at(vllm_50264_figures().collapse, p.context)) {
       row.push_back(fixed_text(pub->ms_per_token, 2));
       row.push_back(pct(p.ms_per_token, pub->ms_per_token));
       row.push_back(fixed_text(p.tok_s, 2));
@@ -492,7 +492,7 @@ void run_cliff(const CliffArgs& args, CliState& state) {
     std::vector<std::string> row = {commas_text(p.context), std::to_string(p.splits),
                                     fixed_text(p.attention_us_per_call, 3), fixed_text(p.ms_per_token, 2)};
     if (scenario_mode) {
-      const PublishedPoint* pub = published_at(vllm_45916_split_published(), p.context);
+      const PublishedPoint* pub = published_at(vllm_50264_figures().split, p.context);
       row.push_back(pub ? fixed_text(pub->ms_per_token, 2) : "");
       row.push_back(pub ? pct(p.ms_per_token, pub->ms_per_token) : "");
     }

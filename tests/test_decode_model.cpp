@@ -32,6 +32,30 @@ TEST(DecodeModel, HandArithmeticOfTheCalibration) {
   EXPECT_NEAR(hand_baseline_ms(), 79.287, 1e-3);
 }
 
+// The data file (planner/data/published/vllm-50264.json) holds cliff.md's tables as published.
+TEST(DecodeModel, PublishedFiguresAreCliffMds) {
+  const PublishedCliff& published = vllm_50264_figures();
+  EXPECT_EQ(published.call_us_1k, kCallAt1K);
+  EXPECT_EQ(published.call_us_32k, kCallAt32K);
+  EXPECT_EQ(published.slope_us_per_token, 4.840);
+  EXPECT_EQ(published.split_call_us_32k, 635.779);
+  EXPECT_EQ(published.reduce_us, 4.117);
+  EXPECT_EQ(published.split_slope_us_per_token, 0.430);
+  ASSERT_EQ(published.collapse.size(), 4u);  // 518, 8,026, 16,058, 32,084 tokens
+  EXPECT_EQ(published.collapse.front().context, 518u);
+  EXPECT_EQ(published.collapse.front().ms_per_token, 82.51);
+  EXPECT_EQ(published.collapse.back().tok_s, 4.25);
+  ASSERT_EQ(published.split.size(), 4u);  // 1,024 .. 32,768 tokens
+  EXPECT_EQ(published.split.back().context, 32768u);
+  EXPECT_EQ(published.split.back().ms_per_token, 93.30);
+  EXPECT_NEAR(published.split.back().tok_s, 10.718, 1e-3);  // 1000 / 93.30, not published
+  // Derived: 10,095.188 / 356.664 = 28.30x; (10,095.188 - 356.664) / 31,744 = 0.306784 us per
+  // token; 635.779 + 4.117 = 639.896 us.
+  EXPECT_NEAR(published.growth(), 28.3045, 1e-4);
+  EXPECT_NEAR(published.call_slope_us_per_token(), hand_slope(), 1e-12);
+  EXPECT_NEAR(published.split_total_us_32k(), 639.896, 1e-9);
+}
+
 TEST(DecodeModel, Vllm50264MatchesHandArithmeticAndPublished) {
   const DecodeScenario scenario = vllm_50264_scenario();
   ASSERT_EQ(scenario.groups.size(), 1u);

@@ -34,6 +34,15 @@ TEST(NumberText, CommasEveryThreeDigitsFromTheRight) {
   EXPECT_EQ(commas_text(18446744073709551615ull), "18,446,744,073,709,551,615");
 }
 
+TEST(NumberText, CommasFixedSeparatesTheWholePartOnly) {
+  // cliff.md's "10,095.188 us": 10095 -> "10,095", then ".188".
+  EXPECT_EQ(commas_fixed_text(10095.188, 3), "10,095.188");
+  EXPECT_EQ(commas_fixed_text(356.664, 3), "356.664");  // three whole digits: no separator
+  EXPECT_EQ(commas_fixed_text(1234567.5, 1), "1,234,567.5");
+  EXPECT_EQ(commas_fixed_text(-1234.5, 1), "-1,234.5");  // the sign stays in front
+  EXPECT_EQ(commas_fixed_text(1234.0, 0), "1,234");      // no decimals, no point
+}
+
 TEST(NumberText, RoundTripIsTheShortestExactDecimal) {
   EXPECT_EQ(round_trip_text(356.664), "356.664");
   EXPECT_EQ(round_trip_text(0.1), "0.1");  // not 0.1000000000000000055511151231257827

@@ -51,8 +51,8 @@ void set_published_scenario(const CliffRequest& request, CliffOutcome& out,
                             std::vector<std::uint64_t>& contexts,
                             std::vector<std::uint64_t>& split_contexts) {
   out.scenario = vllm_50264_scenario();
-  for (const PublishedPoint& p : vllm_50264_published()) contexts.push_back(p.context);
-  for (const PublishedPoint& p : vllm_45916_split_published()) split_contexts.push_back(p.context);
+  for (const PublishedPoint& p : vllm_50264_figures().collapse) contexts.push_back(p.context);
+  for (const PublishedPoint& p : vllm_50264_figures().split) split_contexts.push_back(p.context);
   out.title = "Decode cliff, vLLM #50264: Qwen3.6-27B on 2 x RX 7900 XT (gfx1100), TP 2, batch 1, per rank";
   out.kernel = "triton_paged_attention_2d";
   out.model_id = "qwen3.6-27b";

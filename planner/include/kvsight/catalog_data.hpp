@@ -1,5 +1,5 @@
 #pragma once
-// The catalogs embedded at build time by cmake/embed_catalog.cmake.
+// The catalogs and published figures embedded at build time by cmake/embed_catalog.cmake.
 #include <cstddef>
 
 namespace kvsight::catalog_data {
@@ -10,4 +10,6 @@ struct EmbeddedFile {
 extern const char* const gpus_json;
 extern const EmbeddedFile models[];
 extern const std::size_t model_count;
+extern const EmbeddedFile published[];  // data/published/*.json: published reference figures
+extern const std::size_t published_count;
 }  // namespace kvsight::catalog_data

@@ -109,20 +109,32 @@ DecodeScenario build_decode_scenario(const ModelSpec& model, const GpuSpec& gpu,
 // head_dim 256, block 784, 16 attention layers) with the cliff.md calibration.
 DecodeScenario vllm_50264_scenario();
 
-// Published figures of that case (cliff.md).
+// Published figures of that case (cliff.md), read from planner/data/published/vllm-50264.json,
+// where each is written once (planner/src/decode/published_cliff.cpp).
 struct PublishedPoint {
   std::uint64_t context;
   double ms_per_token;
   double tok_s;
 };
-const std::vector<PublishedPoint>& vllm_50264_published();        // the collapse, vLLM 0.23.1
-const std::vector<PublishedPoint>& vllm_45916_split_published();  // after PR #45916
-constexpr double kVllm50264CallUsAt1K = 356.664;                  // kernel_paged_attention_2d, ctx 1024
-constexpr double kVllm50264CallUsAt32K = 10095.188;               // ctx 32768
-constexpr double kVllm50264SlopeUsPerToken = 4.840;               // step slope, published
-constexpr double kVllm45916SplitCallUsAt32K = 635.779;            // split kernel, ctx 32768
-constexpr double kVllm45916ReduceUs = 4.117;                      // its reduce
-constexpr double kVllm45916SlopeUsPerToken = 0.430;
+struct PublishedCliff {
+  std::string collapse_source;            // "vLLM #50264"
+  std::string engine_version;             // the collapse's vLLM, "vLLM 0.23.1"
+  std::vector<PublishedPoint> collapse;   // decode per token on the fallback
+  std::string kernel;                     // the fallback, "kernel_paged_attention_2d"
+  double call_us_1k = 0, call_us_32k = 0;  // kernel_paged_attention_2d per call, ctx 1024 and 32768
+  double slope_us_per_token = 0;          // the collapse's step slope
+  std::string split_source;               // "PR #45916"
+  std::vector<PublishedPoint> split;      // decode per token with the split kernel (tok_s = 1000 / ms)
+  double split_call_us_32k = 0;           // the split kernel per call at 32768
+  double reduce_us = 0;                   // its reduce, per call
+  double split_slope_us_per_token = 0;
+  // Derived: the per-call growth and slope from 1024 to 32768 tokens, and the split
+  // kernel's whole call at 32768 (split + reduce).
+  double growth() const { return call_us_32k / call_us_1k; }
+  double call_slope_us_per_token() const { return (call_us_32k - call_us_1k) / (32768.0 - 1024.0); }
+  double split_total_us_32k() const { return split_call_us_32k + reduce_us; }
+};
+const PublishedCliff& vllm_50264_figures();
 
 // One-line warning for `plan`: the selected path does not split the context and the
 // predicted decode at the decision's max_model_len is more than 1.5x slower than at 1K.

@@ -3,6 +3,7 @@
 // cases and the planner (cli/, app/, planner/src/decode/): fixed digits, thousands
 // separators, and bytes as GiB (2^30 B, the unit every kvsight figure uses unless it
 // says otherwise).
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -48,6 +49,21 @@ inline std::string commas_text(std::uint64_t value) {
     if (left > 0 && left % 3 == 0) out += ',';
   }
   return out;
+}
+
+// 10095.188, 3 -> "10,095.188": fixed digits with thousands separators in the whole part,
+// as docs/reference/cliff.md prints the published per-call times.
+inline std::string commas_fixed_text(double value, int digits) {
+  const std::string text = fixed_text(value, digits);
+  const std::size_t sign = text.front() == '-' ? 1 : 0;
+  const std::size_t whole_end = std::min(text.find('.'), text.size());
+  std::string out = text.substr(0, sign);
+  for (std::size_t i = sign; i < whole_end; ++i) {
+    out += text[i];
+    const std::size_t left = whole_end - 1 - i;
+    if (left > 0 && left % 3 == 0) out += ',';
+  }
+  return out + text.substr(whole_end);
 }
 
 }  // namespace kvsight

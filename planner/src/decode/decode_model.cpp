@@ -31,38 +31,26 @@ constexpr double kAchievedBandwidthShare = 0.8;
 // The gfx1100 calibration: the published per-call times of kernel_paged_attention_2d
 // at 1024 and 32768 tokens (cliff.md kernel profile, 2 programs: batch 1 x 2 KV heads).
 KernelCalibration gfx1100_calibration() {
+  const PublishedCliff& published = vllm_50264_figures();
   KernelCalibration c;
-  const double slope_us = (kVllm50264CallUsAt32K - kVllm50264CallUsAt1K) / (32768.0 - 1024.0);
-  c.call_overhead_us = kVllm50264CallUsAt1K - 1024.0 * slope_us;
+  const double slope_us = published.call_slope_us_per_token();
+  c.call_overhead_us = published.call_us_1k - 1024.0 * slope_us;
   // bytes per us = 1e6 B/s; / 1e3 -> GB/s.
   c.per_program_gbps = kCliffBytesPerTokenPerProgram / slope_us / 1000.0;
   c.achieved_bandwidth_gbps = kAchievedBandwidthShare * kRx7900xtBandwidthGbps;
-  c.reduce_us = kVllm45916ReduceUs;
+  c.reduce_us = published.reduce_us;
   c.concurrent_programs = kRx7900xtCus;
   c.calibrated_bytes_per_token_per_program = kCliffBytesPerTokenPerProgram;
-  c.source =
-      "gfx1100 published figures (cliff.md, vLLM #50264): kernel_paged_attention_2d 356.664 us at 1024 and "
-      "10,095.188 us at 32768 tokens, 2 programs of head_dim 256 bf16 -> t0 " +
-      fixed_text(c.call_overhead_us, 2) + " us, " + fixed_text(c.per_program_gbps, 3) +
-      " GB/s per program; split reduce 4.117 us (PR #45916); fill-device bandwidth 80% of 800 GB/s (assumed)";
+  c.source = "gfx1100 published figures (cliff.md, " + published.collapse_source + "): " + published.kernel + " " +
+             fixed_text(published.call_us_1k, 3) + " us at 1024 and " + commas_fixed_text(published.call_us_32k, 3) +
+             " us at 32768 tokens, 2 programs of head_dim 256 bf16 -> t0 " + fixed_text(c.call_overhead_us, 2) +
+             " us, " + fixed_text(c.per_program_gbps, 3) + " GB/s per program; split reduce " +
+             fixed_text(published.reduce_us, 3) + " us (" + published.split_source +
+             "); fill-device bandwidth 80% of 800 GB/s (assumed)";
   return c;
 }
 
 }  // namespace
-
-const std::vector<PublishedPoint>& vllm_50264_published() {
-  static const std::vector<PublishedPoint> points = {
-      {518, 82.51, 12.1}, {8026, 117.23, 8.5}, {16058, 157.60, 6.3}, {32084, 235.29, 4.25}};
-  return points;
-}
-
-const std::vector<PublishedPoint>& vllm_45916_split_published() {
-  static const std::vector<PublishedPoint> points = {{1024, 79.68, 1000.0 / 79.68},
-                                                     {8192, 82.60, 1000.0 / 82.60},
-                                                     {16384, 85.97, 1000.0 / 85.97},
-                                                     {32768, 93.30, 1000.0 / 93.30}};
-  return points;
-}
 
 KernelCalibration default_calibration(const GpuSpec& gpu) {
   KernelCalibration base = gfx1100_calibration();
@@ -181,21 +169,25 @@ DecodeScenario vllm_50264_scenario() {
   s.calibration = gfx1100_calibration();
   // The published non-attention time: the step at the shortest published context
   // (82.51 ms at 518 tokens) less the model's attention there (16 calls).
-  const double call_518 = attention_call_us(s, group, 518, false);
-  s.baseline_ms = 82.51 - 16.0 * call_518 / 1000.0;
-  s.baseline_source =
-      "published: 82.51 ms/token at 518 tokens (cliff.md) - 16 x " + fixed_text(call_518, 3) +
-      " us predicted attention = " + fixed_text(s.baseline_ms, 3) +
-      " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
+  const PublishedCliff& published = vllm_50264_figures();
+  const PublishedPoint& shortest = published.collapse.front();
+  const double call_shortest = attention_call_us(s, group, shortest.context, false);
+  s.baseline_ms = shortest.ms_per_token - static_cast<double>(group.layers) * call_shortest / 1000.0;
+  s.baseline_source = "published: " + fixed_text(shortest.ms_per_token, 2) + " ms/token at " +
+                      std::to_string(shortest.context) + " tokens (cliff.md) - " + std::to_string(group.layers) +
+                      " x " + fixed_text(call_shortest, 3) + " us predicted attention = " +
+                      fixed_text(s.baseline_ms, 3) +
+                      " ms (the recurrent layers and w4a16 GEMMs are flat in context: cliff.md kernel profile)";
   // PR #45916's split count: no split below about 84 x 16 = 1344 tokens; 14 splits
   // at batch 1 from 4K up. Between 1344 and 4096 the PR's count is not published:
   // assumed to grow linearly to 14.
   s.split_min_context = 84 * 16;
   s.split_max = 14;
   s.split_full_context = 4096;
-  s.split_source =
-      "PR #45916 heuristic (cliff.md): no split below 1344 tokens, 14 splits at batch 1 from 4096 up "
-      "(linear in between, assumed); reduce 4.117 us per call";
+  s.split_source = published.split_source +
+                   " heuristic (cliff.md): no split below 1344 tokens, 14 splits at batch 1 from 4096 up "
+                   "(linear in between, assumed); reduce " +
+                   fixed_text(published.reduce_us, 3) + " us per call";
   return s;
 }
 
