@@ -1,6 +1,8 @@
 // The JSON view of a document's figures and the raw text of a value (kvsight/app/figures.hpp).
 #include "kvsight/app/figures.hpp"
 
+#include <stdexcept>
+
 #include "kvsight/number_text.hpp"
 
 namespace kvsight::app {
@@ -23,6 +25,17 @@ FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> e
   return section;
 }
 
+FigureSection json_object_section(const nlohmann::json& object) {
+  FigureSection section{"", {}};
+  for (const auto& [key, value] : object.items()) {
+    // A dot would make figures_json nest the key: a caller's defect, not user input.
+    if (key.find('.') != std::string::npos)
+      throw std::logic_error("json_object_section: key '" + key + "' has a dot");
+    section.figures.push_back(json_figure(key, value));
+  }
+  return section;
+}
+
 nlohmann::json figures_json(const FigureDoc& doc) {
   nlohmann::json out = nlohmann::json::object();
   for (const FigureSection& section : doc.sections)
@@ -39,12 +52,13 @@ nlohmann::json figures_json(const FigureDoc& doc) {
   return out;
 }
 
-std::string raw_text(const nlohmann::json& value) {
+std::string raw_text(const nlohmann::json& value, bool round_trip) {
   if (value.is_null()) return "";
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number_unsigned()) return std::to_string(value.get<std::uint64_t>());
   if (value.is_number_integer()) return std::to_string(value.get<std::int64_t>());
-  if (value.is_number_float()) return fixed_text(value.get<double>(), 6);
+  if (value.is_number_float())
+    return round_trip ? round_trip_text(value.get<double>()) : fixed_text(value.get<double>(), 6);
   if (value.is_string()) return value.get<std::string>();
   return value.dump();
 }

@@ -4,6 +4,7 @@
 // (JSON and CSV), its unit (CSV), and how a reader sees it (label, text, note: the table
 // and markdown views). cli/figure_output.cpp draws a FigureDoc in each format; no command
 // formats a figure itself.
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,6 +33,9 @@ struct Figure {
   std::optional<std::string> csv_key;
   bool in_csv = true;
   bool in_json = true;
+  // More CSV fields of this figure's row, by column name (csv_one_table: the kernel a
+  // measured figure is of).
+  nlohmann::json csv_fields = nlohmann::json::object();
 };
 
 struct FigureSection {
@@ -92,6 +96,14 @@ struct FigureDoc {
   // The CSV header of the figure rows, by name: section, key, value, unit, and the note
   // under the last name (gates print no unit and call the note "detail").
   std::vector<std::string> csv_header = {"section", "key", "value", "unit", "note"};
+  // CSV of every part in one table under csv_header (cliff, issue #9: formats are complete):
+  // a row per CSV figure (its section under "table", then key, value, unit, note, and its
+  // csv_fields) and the rows of every table with CSV columns (each cell under the column of
+  // its key), the tables' after the first csv_tables_after sections; other columns empty.
+  bool csv_one_table = false;
+  std::size_t csv_tables_after = SIZE_MAX;
+  bool csv_round_trip = false;  // CSV numbers: the shortest text that reads back the same double
+  bool csv_footer = false;      // the footer follows the CSV too, as it follows a table (probe info)
 };
 
 // A figure only JSON carries (the readable views and the CSV show it in their own form).
@@ -100,12 +112,16 @@ Figure json_figure(std::string key, nlohmann::json value);
 Figure csv_figure(std::string key, nlohmann::json value, std::string note = "");
 // JSON-only figures, in order, as a section with no readable rows.
 FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> entries);
+// The same for a JSON object built whole elsewhere (a probe's result, preflight's versioned
+// report): a figure per top-level key (which has no dot), so figures_json gives it back.
+FigureSection json_object_section(const nlohmann::json& object);
 
 // The JSON object of a document's figures (keys are paths; objects nest).
 nlohmann::json figures_json(const FigureDoc& doc);
 
-// A raw value as a CSV field: integers in decimal, other numbers with 6 decimals, bools
-// true/false, strings as they are, null empty.
-std::string raw_text(const nlohmann::json& value);
+// A raw value as a CSV field: integers in decimal, other numbers with 6 decimals (or, with
+// round_trip, the shortest text that reads back the same double), bools true/false,
+// strings as they are, null empty.
+std::string raw_text(const nlohmann::json& value, bool round_trip = false);
 
 }  // namespace kvsight::app
