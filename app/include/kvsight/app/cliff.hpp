@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/app/figures.hpp"
 #include "kvsight/app/verdict.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/decode_model.hpp"
@@ -74,5 +75,9 @@ probes::AttentionShape probe_shape_for(const EngineDecision& decision, std::uint
                                        const ProbeDtypes& dtypes);
 
 CliffOutcome run_cliff(const CliffRequest& request);
+
+// The outcome as figures (app/src/cliff_figures.cpp): the decode step and the context cost
+// beside the published figures, both curves, the measured kernels, warnings and notes.
+FigureDoc cliff_figures(const CliffOutcome& outcome);
 
 }  // namespace kvsight::app
