@@ -1,13 +1,15 @@
 // kvsight probe: info | bandwidth | attention | sweep. Thin: the work is in
-// probes/ (kvsight/probes/probes.hpp); this file parses flags and renders.
+// probes/ (kvsight/probes/probes.hpp), the figures in app/ (kvsight/app/probe.hpp);
+// this file parses flags and renders.
 #include <charconv>
-#include <cmath>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <sstream>
 
 #include "commands.hpp"
+#include "figure_output.hpp"
+#include "flag_groups.hpp"
+#include "kvsight/app/probe.hpp"
 #include "kvsight/counts.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/probes/faults.hpp"
@@ -80,8 +82,7 @@ void add_shape_options(CLI::App& command, ProbeFlags& flags) {
 }
 
 void add_run_options(CLI::App& command, ProbeFlags& flags) {
-  command.add_option("--backend", flags.backend, "auto (cuda, then hip, then cpu), cpu, cuda, hip")
-      ->default_val("auto");
+  add_backend_flag(command, flags.backend, "auto (cuda, then hip, then cpu), cpu, cuda, hip")->default_val("auto");
   command.add_option("--repeats", flags.options.repeats, "Timed runs (median of them)")->default_val(20);
   command.add_option("--warmup", flags.options.warmup, "Untimed runs first")->default_val(3);
   command
@@ -113,73 +114,19 @@ void apply_inject_fault(const ProbeFlags& flags) {
   if (!flags.inject_fault.empty()) kp::set_injected_fault(flags.inject_fault);
 }
 
-std::string point_status(bool correct) { return correct ? "passed" : "FAILED"; }
-
-std::string shape_text(const kp::AttentionShape& s) {
-  return "head_dim " + std::to_string(s.head_dim) + ", block " + std::to_string(s.block_size) + ", " +
-         std::to_string(s.kv_heads) + " KV / " + std::to_string(s.q_heads) + " Q heads, batch " +
-         std::to_string(s.batch) + ", " + s.dtype + (s.kv_dtype == "auto" ? "" : ", K/V " + s.kv_dtype);
-}
-
 void run_info(CliState& state) {
-  const auto backends = kp::list_backends();
-  if (state.format() == Format::json) {
-    emit(state, render_json(nlohmann::json{{"backends", backends}}));
-    return;
-  }
-  Table table;
-  table.title = "Probe backends (memory in GiB = 2^30 bytes)";
-  table.columns = {"backend",     "status", "device",  "arch",      "memory total",
-                   "memory free", "SM/CU",  "LLC MiB", "clock MHz", "wave"};
-  table.right_align = {false, false, false, false, true, true, true, true, true, true};
-  for (const auto& backend : backends) {
-    if (backend.devices.empty()) {
-      table.rows.push_back({backend.name, backend.status, "-", "-", "-", "-", "-", "-", "-", "-"});
-      continue;
-    }
-    for (const auto& device : backend.devices) {
-      table.rows.push_back({backend.name, backend.status, device.name, device.arch,
-                            gib_text(device.memory_total), gib_text(device.memory_free),
-                            std::to_string(device.multiprocessors),
-                            fixed_text(static_cast<double>(device.last_level_cache) / (1024.0 * 1024.0), 1),
-                            fixed_text(device.clock_mhz, 0), std::to_string(device.wave_size)});
-    }
-  }
-  std::string text = render_table(table, state.format());
-  for (const auto& backend : backends) {
-    for (const auto& device : backend.devices) {
-      if (!device.cpu_kernel.empty())
-        text += "\ncpu kernel: " + device.cpu_kernel + " (--cpu-kernel chooses)\n";
-    }
-  }
-  emit(state, text);
+  emit(state, render_figures(app::probe_info_figures(kp::list_backends()), state.format()));
 }
 
 // The probes run with the reference check on, and a result that fails it
-// throws DeviceError (exit 3), so every result that reaches these renderers
+// throws DeviceError (exit 3), so every result that reaches the figures
 // passed its check.
 void run_bandwidth(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
   apply_inject_fault(flags);
   const auto result =
       kp::run_bandwidth(flags.backend, parse_byte_size(flags.bytes, "--bytes"), flags.options);
-  if (state.format() == Format::json) {
-    emit(state, render_json(result));
-    return;
-  }
-  Table table;
-  table.title = "Bandwidth on " + result.device + " (" + result.backend + "), buffer " +
-                commas_text(result.buffer_bytes) + " bytes, GB/s = 1e9 bytes/s";
-  table.columns = {"kernel", "bytes", "median us", "p10 us", "p90 us", "spread", "GB/s", "check"};
-  table.right_align = {false, true, true, true, true, true, true, false};
-  const auto row = [&](const std::string& name, std::uint64_t bytes, const kp::Timing& t, double gbps) {
-    table.rows.push_back({name, commas_text(bytes), fixed_text(t.median_us, 1), fixed_text(t.p10_us, 1),
-                          fixed_text(t.p90_us, 1), fixed_text(t.spread, 3), fixed_text(gbps, 2),
-                          point_status(result.correct)});
-  };
-  row("read", result.read_bytes, result.read, result.read_gbps);
-  row("copy", result.copy_bytes, result.copy, result.copy_gbps);
-  emit(state, render_table(table, state.format()));
+  emit(state, render_figures(app::probe_bandwidth_figures(result), state.format()));
 }
 
 void run_attention(CliState& state, ProbeFlags& flags) {
@@ -188,33 +135,7 @@ void run_attention(CliState& state, ProbeFlags& flags) {
   flags.shape.context = parse_count_in(flags.context, "--context", 1, UINT64_MAX);  // kvsight/counts.hpp
   kp::validate_kernel(flags.kernel);
   const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
-  if (state.format() == Format::json) {
-    emit(state, render_json(result));
-    return;
-  }
-  Report report;
-  report.title =
-      "Paged decode attention: " + result.kernel + " on " + result.device + " (" + result.backend + ")";
-  const auto& p = result.point;
-  report.sections.push_back(
-      {"shape",
-       {{"shape", shape_text(result.shape), ""},
-        {"context", commas_text(p.context), "tokens per sequence"},
-        {"splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : ""}}});
-  report.sections.push_back(
-      {"timing",
-       {{"time", fixed_text(p.time_us, 2) + " us",
-         "median of " + std::to_string(result.repeats) + " runs after " + std::to_string(result.warmup) +
-             " warm-up"},
-        {"spread", fixed_text(p.spread, 3), "(p90 - p10) / median"},
-        {"bytes", commas_text(p.bytes), "K+V for the context + block table + seq lens + q + out"},
-        {"bandwidth", fixed_text(p.gbps, 2) + " GB/s", "1e9 bytes/s"},
-        {"input sets", std::to_string(p.buffer_sets), "rotated between runs"}}});
-  report.sections.push_back({"check",
-                             {{"reference", point_status(p.correct), "float64 on the same inputs"},
-                              {"max relative error", fixed_text(p.max_error * 1e6, 3) + "e-6",
-                               "bound " + fixed_text(p.error_bound * 1e6, 1) + "e-6"}}});
-  emit(state, render_report(report, state.format()));
+  emit(state, render_figures(app::probe_attention_figures(result), state.format()));
 }
 
 void run_sweep(CliState& state, ProbeFlags& flags) {
@@ -239,60 +160,14 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     std::cerr << "kvsight probe sweep: " << line << "\n";
   };
   const auto results = kp::run_sweeps(flags.backend, kernels, flags.shape, contexts, flags.options);
-  nlohmann::json out = {{"backend", results.front().backend},
-                        {"device", results.front().device},
-                        {"shape", results.front().shape},
-                        {"kernels", kernels}};
-  for (const auto& result : results) out[result.kernel] = result;
+  const app::FigureDoc figures = app::probe_sweep_figures(results, kernels, contexts);
   if (!flags.json_output.empty()) {
     // The same JSON beside another --format (scripts/device-check.sh keeps both);
     // queued, and written only after every point passed its check and the whole
     // command returned (a fault throws before this: no file, no partial sweep).
-    add_artefact(state, flags.json_output, "--json-output", render_json(out));
+    add_artefact(state, flags.json_output, "--json-output", render_figures(figures, Format::json));
   }
-  if (state.format() == Format::json) {
-    emit(state, render_json(out));
-    return;
-  }
-  Table table;
-  table.title = "Decode sweep on " + results.front().device + " (" + results.front().backend +
-                "): " + shape_text(results.front().shape);
-  table.columns = {"context"};
-  for (const auto& result : results) {
-    table.columns.push_back(result.kernel + " us");
-    table.columns.push_back(result.kernel + " GB/s");
-    if (result.kernel == "splitkv") table.columns.push_back("splits");
-  }
-  table.columns.push_back("bytes");
-  table.columns.push_back("check");
-  table.right_align.assign(table.columns.size(), true);
-  table.right_align.back() = false;
-  for (std::size_t i = 0; i < contexts.size(); ++i) {
-    std::vector<std::string> row = {commas_text(contexts[i])};
-    bool correct = true;
-    for (const auto& result : results) {
-      const auto& p = result.points[i];
-      row.push_back(fixed_text(p.time_us, 1));
-      row.push_back(fixed_text(p.gbps, 2));
-      if (result.kernel == "splitkv") row.push_back(std::to_string(p.splits));
-      correct = correct && p.correct;
-    }
-    row.push_back(commas_text(results.front().points[i].bytes));
-    row.push_back(point_status(correct));
-    table.rows.push_back(row);
-  }
-  std::string text = render_table(table, state.format());
-  if (state.format() == Format::table || state.format() == Format::markdown) {
-    std::ostringstream footer;
-    for (const auto& result : results) {
-      footer << "\n"
-             << result.kernel << ": slope " << fixed_text(result.slope_us_per_token, 4)
-             << " us per context token (least squares), growth " << fixed_text(result.growth, 2)
-             << "x (last / first time)\n";
-    }
-    text += footer.str();
-  }
-  emit(state, text);
+  emit(state, render_figures(figures, state.format()));
 }
 
 }  // namespace
