@@ -1,10 +1,11 @@
 // kvsight preflight: the check a user runs on the GPU node before deploying. Binds
-// flags, calls app::run_preflight and renders table / json / markdown; the work and
-// the verdict are in app/ (kvsight/app/preflight.hpp).
+// flags, calls app::run_preflight and renders its figures as table / json / markdown; the
+// work, the verdict and the figures are in app/ (kvsight/app/preflight.hpp).
 #include <iostream>
 #include <memory>
 
 #include "commands.hpp"
+#include "figure_output.hpp"
 #include "flag_groups.hpp"
 #include "kvsight/app/preflight.hpp"
 #include "kvsight/error.hpp"
@@ -47,124 +48,6 @@ Plot decode_plot(const app::PreflightOutcome& o) {
   return plot;
 }
 
-std::string render_text(const app::PreflightOutcome& o, Format format) {
-  const app::PreflightFacts& f = o.facts;
-  Report report;
-  report.values_left = true;  // labels left, values in one column after them (issue #9)
-  report.title = "kvsight preflight: " + o.model.id + " on " + o.host + " (" + o.mode + ", " +
-                 f.survey.backend + " backend): " + o.verdict;
-  ReportSection head{"Node", {}};
-  if (f.survey.no_gpu)
-    head.rows.push_back(
-        {"GPU", "NONE FOUND", "probes run on the cpu backend; every device figure is the CPU's"});
-  for (const probes::DeviceRecord& d : f.survey.devices) {
-    const std::string prefix = f.survey.no_gpu ? "cpu" : "device " + std::to_string(d.index);
-    head.rows.push_back({prefix, d.name + " (" + d.arch + ")",
-                         "identity: " + d.sources.identity +
-                             (d.driver_version.empty() ? "" : ", driver " + d.driver_version)});
-    head.rows.push_back({"  memory total / free now",
-                         gib_text(d.memory_total_bytes) + " / " + gib_text(d.memory_free_bytes),
-                         "source: " + d.sources.memory});
-    head.rows.push_back(
-        {"  held by other processes",
-         d.memory_used_by_others_bytes ? gib_text(*d.memory_used_by_others_bytes) + " (" +
-                                             std::to_string(d.processes.size()) + " processes)"
-                                       : "unknown",
-         d.sources.processes.empty() ? "no source lists processes" : "source: " + d.sources.processes});
-    for (const probes::ProcessMemory& p : d.processes)
-      head.rows.push_back({"    pid " + std::to_string(p.pid), p.name, gib_text(p.used_bytes)});
-  }
-  head.rows.push_back({"catalog", o.catalog ? o.catalog->id + " (" + o.catalog->name + ")" : "unknown device",
-                       o.catalog_match});
-  report.sections.push_back(head);
-
-  ReportSection verdict{"Verdict: " + o.verdict, {}};
-  if (o.reasons.empty()) verdict.rows.push_back({"PASS", "no reason to hold back", ""});
-  for (const app::PreflightReason& r : o.reasons) verdict.rows.push_back({r.severity, r.code, r.message});
-  report.sections.push_back(verdict);
-
-  ReportSection model{"Model and engine", {}};
-  model.rows.push_back({"model", o.model.id, o.model.display_name});
-  model.rows.push_back({"engine", o.options.engine + " " + o.engine_version,
-                        "TP " + std::to_string(o.options.tp) + ", PP " + std::to_string(o.options.pp) +
-                            ", block " + std::to_string(o.block_size)});
-  model.rows.push_back(
-      {"attention path", f.kernel, f.splits_context ? "splits the context" : "does NOT split the context"});
-  model.rows.push_back({"probe shape",
-                        "head_dim " + std::to_string(o.shape.head_dim) + ", " +
-                            std::to_string(o.shape.kv_heads) + " KV heads/rank, GQA " +
-                            std::to_string(o.shape.kv_heads ? o.shape.q_heads / o.shape.kv_heads : 0) +
-                            ", block " + std::to_string(o.shape.block_size) + ", K/V " +
-                            probes::stored_kv_dtype(o.shape),
-                        "batch " + std::to_string(o.shape.batch) + ", the plan's KV cache type"});
-  for (const std::string& refusal : f.refusals) model.rows.push_back({"refusal", refusal, ""});
-  report.sections.push_back(model);
-
-  ReportSection measured{"Bandwidth (stream read)", {}};
-  if (f.bandwidth) {
-    const app::BandwidthFacts& b = *f.bandwidth;
-    measured.rows.push_back({"measured", fixed_text(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
-                             "noise " + fixed_text(b.noise * 100, 2) + "%, " + std::to_string(b.samples) +
-                                 " samples" + (b.converged ? "" : ", NOT converged")});
-    measured.rows.push_back(
-        {"catalog peak",
-         b.catalog_peak_bytes_per_s ? fixed_text(*b.catalog_peak_bytes_per_s / 1e9, 0) + " GB/s" : "n/a",
-         b.catalog_peak_bytes_per_s
-             ? fixed_text(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s * 100, 0) + "% of peak"
-             : (f.survey.no_gpu ? "a CPU has no catalog peak" : "device not in the catalog")});
-  }
-  report.sections.push_back(measured);
-
-  ReportSection capacity{
-      "Capacity (" + o.options.engine + ", max_model_len " + commas_text(f.max_model_len) + ")", {}};
-  const auto add_capacity = [&](const std::string& label, const std::optional<app::CapacityFacts>& c) {
-    if (!c) return;
-    capacity.rows.push_back({label, gib_text(c->gpu_memory_bytes),
-                             "KV " + gib_text(c->capacity.available_kv_bytes) + ", max concurrency " +
-                                 fixed_text(c->capacity.max_concurrency, 2) + "x" +
-                                 (c->capacity.fits ? "" : ", DOES NOT FIT")});
-  };
-  add_capacity(f.survey.no_gpu ? "free now (CPU memory)" : "free now", f.free_now);
-  add_capacity("catalog total (" + (o.catalog ? o.catalog->id : std::string("-")) + ")", f.catalog_total);
-  report.sections.push_back(capacity);
-  for (const std::string& note : o.notes) report.footer.push_back("note: " + note);
-  report.footer.push_back("calibration: " + o.calibration_source);
-
-  Table probes_table;
-  probes_table.title = "Probe kernels at the model's shape on " + f.survey.backend;
-  probes_table.columns = {"context", "path",  "kernel",  "us/call",  "GB/s",
-                          "splits",  "noise", "samples", "reference"};
-  for (const app::ProbeFacts& p : f.probes) {
-    probes_table.rows.push_back(
-        {commas_text(p.context), p.kernel, p.probe_kernel, p.measured ? fixed_text(p.time_us, 1) : "-",
-         p.measured ? fixed_text(p.gbps, 1) : "-", std::to_string(p.splits),
-         p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-",
-         std::to_string(p.samples), p.reference_ok ? "ok" : "FAILED"});
-  }
-  probes_table.right_align = {true, false, false, true, true, true, true, true, false};
-
-  Table decode_table;
-  decode_table.title = "Decode per token, calibrated on this node (ms/token)";
-  decode_table.columns = {"context", "engine path", "measured", "split-KV", "measured", "tok/s (engine)"};
-  for (const app::DecodeFacts& d : f.decode) {
-    decode_table.rows.push_back({commas_text(d.context), fixed_text(d.engine_path.ms_per_token, 2),
-                                 d.measured_engine_ms ? fixed_text(*d.measured_engine_ms, 2) : "",
-                                 fixed_text(d.split.ms_per_token, 2),
-                                 d.measured_split_ms ? fixed_text(*d.measured_split_ms, 2) : "",
-                                 fixed_text(d.engine_path.tok_s, 2)});
-  }
-  decode_table.right_align = std::vector<bool>(decode_table.columns.size(), true);
-
-  std::string text;
-  if (f.survey.no_gpu)
-    text +=
-        "NO GPU FOUND on " + o.host + ": running on the cpu backend; every device figure is the CPU's.\n\n";
-  text += render_report(report, format);
-  if (!probes_table.rows.empty()) text += "\n" + render_table(probes_table, format);
-  if (!decode_table.rows.empty()) text += "\n" + render_table(decode_table, format);
-  return text;
-}
-
 void run(const PreflightArgs& args, CliState& state) {
   check_engine_spellings(state, args.options.engine);
   if (state.format() == Format::csv)
@@ -187,11 +70,7 @@ void run(const PreflightArgs& args, CliState& state) {
   state.exit_code = app::preflight_exit_code(outcome.verdict, args.fail_on);
   if (!args.plot_path.empty())
     add_artefact(state, args.plot_path, "--plot", render_svg(decode_plot(outcome)));
-  if (state.format() == Format::json) {
-    emit(state, render_json(app::preflight_json(outcome, state.exit_code)));
-    return;
-  }
-  emit(state, render_text(outcome, state.format()));
+  emit(state, render_figures(app::preflight_figures(outcome, state.exit_code), state.format()));
 }
 
 }  // namespace
@@ -209,15 +88,13 @@ void add_preflight_command(CLI::App& app, CliState& state) {
                       "Catalog id, config.json path, directory, or HF cache org/name (default llama-3.1-8b)",
                       "GPU catalog id to judge against, or auto (default: match the device found)");
   add_engine_flags(*command, args->options);
-  add_count_flag(*command, "--batch", args->options.batch,
-                 "Sequences decoding together in the probes (default 1)", 1, 1ull << 24);
+  add_batch_flag(*command, args->options.batch, "Sequences decoding together in the probes (default 1)");
   add_count_flag(*command, "--concurrency", args->concurrency,
                  "Sequences that must fit at max_model_len (FAIL when fewer do)", 1, 1ull << 32);
   command->add_flag("--quick", args->quick,
                     "Few points, short budgets (default): under 30 s on a GPU, 90 s on cpu");
   command->add_flag("--full", args->full, "Sweep 1K..32K and max_model_len with longer budgets");
-  command->add_option("--backend", args->backend, "Where the probes run: auto, cuda, hip or cpu")
-      ->default_str("auto");
+  add_backend_flag(*command, args->backend, "Where the probes run: auto, cuda, hip or cpu")->default_str("auto");
   command->add_option("--fail-on", args->fail_on, "Exit 1 from this verdict up: warn or fail")
       ->default_str("fail");
   command->add_flag("--quiet,-q", args->quiet, "No progress lines on stderr");

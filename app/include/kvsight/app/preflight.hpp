@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kvsight/app/figures.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/decode_model.hpp"
 #include "kvsight/gpu.hpp"
@@ -152,5 +153,9 @@ const GpuSpec* match_catalog(const probes::DeviceRecord& device);
 
 // The report as docs/preflight-report.md fixes it (kvsight.preflight/1).
 nlohmann::json preflight_json(const PreflightOutcome& outcome, int exit_code);
+
+// The outcome as figures (app/src/preflight_figures.cpp): the readable report and tables,
+// and preflight_json as the JSON.
+FigureDoc preflight_figures(const PreflightOutcome& outcome, int exit_code);
 
 }  // namespace kvsight::app

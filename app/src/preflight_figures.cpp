@@ -1,0 +1,156 @@
+// The figures of `kvsight preflight` (issue #26): the node, the verdict, the model and
+// engine, bandwidth and capacity as labelled figures; the probe kernels and the decode per
+// token as tables. The JSON is the versioned report (preflight_json, kvsight.preflight/1),
+// whose keys scripts read; the renderers (cli/figure_output.cpp) draw the rest.
+#include "kvsight/app/preflight.hpp"
+#include "kvsight/number_text.hpp"
+
+namespace kvsight::app {
+
+namespace {
+
+// A readable figure (the JSON is preflight_json's).
+Figure shown(std::string label, std::string text, std::string note) {
+  return {"", nullptr, "", std::move(label), std::move(text), std::move(note)};
+}
+
+FigureSection node_figures(const PreflightOutcome& o) {
+  const probes::DeviceSurvey& survey = o.facts.survey;
+  FigureSection s{"Node", {}};
+  if (survey.no_gpu)
+    s.figures.push_back(
+        shown("GPU", "NONE FOUND", "probes run on the cpu backend; every device figure is the CPU's"));
+  for (const probes::DeviceRecord& d : survey.devices) {
+    const std::string prefix = survey.no_gpu ? "cpu" : "device " + std::to_string(d.index);
+    s.figures.push_back(shown(prefix, d.name + " (" + d.arch + ")",
+                              "identity: " + d.sources.identity +
+                                  (d.driver_version.empty() ? "" : ", driver " + d.driver_version)));
+    s.figures.push_back(shown("  memory total / free now",
+                              gib_text(d.memory_total_bytes) + " / " + gib_text(d.memory_free_bytes),
+                              "source: " + d.sources.memory));
+    s.figures.push_back(
+        shown("  held by other processes",
+              d.memory_used_by_others_bytes ? gib_text(*d.memory_used_by_others_bytes) + " (" +
+                                                  std::to_string(d.processes.size()) + " processes)"
+                                            : "unknown",
+              d.sources.processes.empty() ? "no source lists processes" : "source: " + d.sources.processes));
+    for (const probes::ProcessMemory& p : d.processes)
+      s.figures.push_back(shown("    pid " + std::to_string(p.pid), p.name, gib_text(p.used_bytes)));
+  }
+  s.figures.push_back(shown("catalog",
+                            o.catalog ? o.catalog->id + " (" + o.catalog->name + ")" : "unknown device",
+                            o.catalog_match));
+  return s;
+}
+
+FigureSection verdict_figures(const PreflightOutcome& o) {
+  FigureSection s{"Verdict: " + o.verdict, {}};
+  if (o.reasons.empty()) s.figures.push_back(shown("PASS", "no reason to hold back", ""));
+  for (const PreflightReason& r : o.reasons) s.figures.push_back(shown(r.severity, r.code, r.message));
+  return s;
+}
+
+FigureSection model_figures(const PreflightOutcome& o) {
+  const PreflightFacts& f = o.facts;
+  const probes::AttentionShape& shape = o.shape;
+  FigureSection s{"Model and engine", {}};
+  s.figures.push_back(shown("model", o.model.id, o.model.display_name));
+  s.figures.push_back(shown("engine", o.options.engine + " " + o.engine_version,
+                            "TP " + std::to_string(o.options.tp) + ", PP " + std::to_string(o.options.pp) +
+                                ", block " + std::to_string(o.block_size)));
+  s.figures.push_back(shown("attention path", f.kernel,
+                            f.splits_context ? "splits the context" : "does NOT split the context"));
+  s.figures.push_back(
+      shown("probe shape",
+            "head_dim " + std::to_string(shape.head_dim) + ", " + std::to_string(shape.kv_heads) +
+                " KV heads/rank, GQA " + std::to_string(shape.kv_heads ? shape.q_heads / shape.kv_heads : 0) +
+                ", block " + std::to_string(shape.block_size) + ", K/V " + probes::stored_kv_dtype(shape),
+            "batch " + std::to_string(shape.batch) + ", the plan's KV cache type"));
+  for (const std::string& refusal : f.refusals) s.figures.push_back(shown("refusal", refusal, ""));
+  return s;
+}
+
+FigureSection bandwidth_figures(const PreflightOutcome& o) {
+  FigureSection s{"Bandwidth (stream read)", {}};
+  if (!o.facts.bandwidth) return s;
+  const BandwidthFacts& b = *o.facts.bandwidth;
+  s.figures.push_back(shown("measured", fixed_text(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
+                            "noise " + fixed_text(b.noise * 100, 2) + "%, " + std::to_string(b.samples) +
+                                " samples" + (b.converged ? "" : ", NOT converged")));
+  s.figures.push_back(
+      shown("catalog peak",
+            b.catalog_peak_bytes_per_s ? fixed_text(*b.catalog_peak_bytes_per_s / 1e9, 0) + " GB/s" : "n/a",
+            b.catalog_peak_bytes_per_s
+                ? fixed_text(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s * 100, 0) + "% of peak"
+                : (o.facts.survey.no_gpu ? "a CPU has no catalog peak" : "device not in the catalog")));
+  return s;
+}
+
+FigureSection capacity_figures(const PreflightOutcome& o) {
+  const PreflightFacts& f = o.facts;
+  FigureSection s{"Capacity (" + o.options.engine + ", max_model_len " + commas_text(f.max_model_len) + ")",
+                  {}};
+  const auto add = [&](const std::string& label, const std::optional<CapacityFacts>& c) {
+    if (!c) return;
+    s.figures.push_back(shown(label, gib_text(c->gpu_memory_bytes),
+                              "KV " + gib_text(c->capacity.available_kv_bytes) + ", max concurrency " +
+                                  fixed_text(c->capacity.max_concurrency, 2) + "x" +
+                                  (c->capacity.fits ? "" : ", DOES NOT FIT")));
+  };
+  add(f.survey.no_gpu ? "free now (CPU memory)" : "free now", f.free_now);
+  add("catalog total (" + (o.catalog ? o.catalog->id : std::string("-")) + ")", f.catalog_total);
+  return s;
+}
+
+FigureTable probes_table(const PreflightOutcome& o) {
+  FigureTable t;
+  t.title = "Probe kernels at the model's shape on " + o.facts.survey.backend;
+  t.columns = {{"context", "", true}, {"path", ""},          {"kernel", ""},
+               {"us/call", "", true}, {"GB/s", "", true},    {"splits", "", true},
+               {"noise", "", true},   {"samples", "", true}, {"reference", ""}};
+  const auto text = [](std::string s) { return FigureCell{std::move(s), nullptr}; };
+  for (const ProbeFacts& p : o.facts.probes)
+    t.rows.push_back(
+        {text(commas_text(p.context)), text(p.kernel), text(p.probe_kernel),
+         text(p.measured ? fixed_text(p.time_us, 1) : "-"), text(p.measured ? fixed_text(p.gbps, 1) : "-"),
+         text(std::to_string(p.splits)),
+         text(p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-"),
+         text(std::to_string(p.samples)), text(p.reference_ok ? "ok" : "FAILED")});
+  return t;
+}
+
+FigureTable decode_table(const PreflightOutcome& o) {
+  FigureTable t;
+  t.title = "Decode per token, calibrated on this node (ms/token)";
+  for (const char* label : {"context", "engine path", "measured", "split-KV", "measured", "tok/s (engine)"})
+    t.columns.push_back({label, "", true});
+  const auto text = [](std::string s) { return FigureCell{std::move(s), nullptr}; };
+  const auto ms = [&](const std::optional<double>& v) { return text(v ? fixed_text(*v, 2) : ""); };
+  for (const DecodeFacts& d : o.facts.decode)
+    t.rows.push_back({text(commas_text(d.context)), text(fixed_text(d.engine_path.ms_per_token, 2)),
+                      ms(d.measured_engine_ms), text(fixed_text(d.split.ms_per_token, 2)),
+                      ms(d.measured_split_ms), text(fixed_text(d.engine_path.tok_s, 2))});
+  return t;
+}
+
+}  // namespace
+
+FigureDoc preflight_figures(const PreflightOutcome& o, int exit_code) {
+  FigureDoc doc;
+  doc.values_left = true;  // labels left, values in one column after them (issue #9)
+  if (o.facts.survey.no_gpu)
+    doc.header = {"NO GPU FOUND on " + o.host +
+                  ": running on the cpu backend; every device figure is the CPU's."};
+  doc.title = "kvsight preflight: " + o.model.id + " on " + o.host + " (" + o.mode + ", " +
+              o.facts.survey.backend + " backend): " + o.verdict;
+  doc.sections = {node_figures(o),     verdict_figures(o),
+                  model_figures(o),    bandwidth_figures(o),
+                  capacity_figures(o), json_object_section(preflight_json(o, exit_code))};
+  for (const std::string& note : o.notes) doc.footer.push_back("note: " + note);
+  doc.footer.push_back("calibration: " + o.calibration_source);
+  if (!o.facts.probes.empty()) doc.tables.push_back(probes_table(o));
+  if (!o.facts.decode.empty()) doc.tables.push_back(decode_table(o));
+  return doc;
+}
+
+}  // namespace kvsight::app
