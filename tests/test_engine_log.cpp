@@ -237,5 +237,18 @@ TEST(EngineLogHostile, AHundredThousandCharacterLineReadsWithoutCrashing) {
   }
 }
 
+// A fuzz finding (fuzz/fuzz_log.cpp, 2026-12-05): vLLM V0's profiling line with
+// "kv_cache_size=-.81GiB" gave -0.81 GiB of KV memory. Malformed numbers are no reading; the
+// well-formed line gives its figure (vLLM prints it with Python's "{:.2f}").
+TEST(EngineLogHostile, MalformedNumbersAreNotRead) {
+  const std::string head = "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB "
+                           "peak_torch_memory=15.35GiB non_torch_memory=0.08GiB kv_cache_size=";
+  EXPECT_FALSE(read_engine_log(head + "-.81GiB gpu_memory_utilization=0.90").available_kv_gib);
+  EXPECT_FALSE(read_engine_log(head + "3.8.1GiB gpu_memory_utilization=0.90").available_kv_gib);
+  EXPECT_DOUBLE_EQ(read_engine_log(head + "3.81GiB gpu_memory_utilization=0.90").available_kv_gib.value_or(0), 3.81);
+  EXPECT_FALSE(read_engine_log("Available KV cache memory: 10.5.5.5 GiB").available_kv_gib);
+  EXPECT_FALSE(read_engine_log("GPU KV cache size: 1" + std::string(30, '0') + " tokens").kv_tokens);
+}
+
 }  // namespace
 }  // namespace kvsight

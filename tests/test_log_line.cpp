@@ -23,17 +23,34 @@ TEST(LogLine, PrintsTheValuesInOrderAndReadsThemBackByName) {
   EXPECT_THROW((void)m->count("tokens"), std::logic_error);
 }
 
-TEST(LogLine, NumbersAreAsLongAsTheyGo) {
-  // (-?[0-9.]+) GiB: "-" alone is no number; "1.2.3" is stod's 1.2.
+TEST(LogLine, NumbersAreTheEnginesGrammarOrNoReading) {
+  // Python's f"{x:.2f}" / f"{n:,}": digits with at most one '.' between digits, commas in
+  // groups of three. Anything else is no reading of the line, never a prefix of it (issue
+  // #25 class 2: "10.5.5.5 GiB" was read as 10.5, ". GiB" as 0).
   const LogLine line{"memory: {-X:gib} GiB"};
   EXPECT_FALSE(line.read("memory: - GiB"));
   EXPECT_DOUBLE_EQ(line.read("memory: -1.25 GiB")->number("gib"), -1.25);
-  EXPECT_DOUBLE_EQ(line.read("memory: 1.2.3 GiB")->number("gib"), 1.2);
-  EXPECT_DOUBLE_EQ(line.read("memory: . GiB")->number("gib"), 0.0);
+  EXPECT_FALSE(line.read("memory: 1.2.3 GiB"));
+  EXPECT_FALSE(line.read("memory: 10.5.5.5 GiB"));
+  EXPECT_FALSE(line.read("memory: . GiB"));
+  EXPECT_FALSE(line.read("memory: -.81 GiB"));
+  EXPECT_FALSE(line.read("memory: 12. GiB"));
+  EXPECT_FALSE(line.read("memory: 1" + std::string(400, '0') + " GiB"));  // beyond a double's digits
+  // A sentence's full stop after a number is not part of it.
+  EXPECT_DOUBLE_EQ(LogLine{"took {X:gib}{*.}"}.read("took 14.99.")->number("gib"), 14.99);
   // The leftmost place that matches: the first "memory:" is not followed by a number.
   EXPECT_DOUBLE_EQ(line.read("memory: x memory: 4 GiB")->number("gib"), 4.0);
-  // A count saturates instead of wrapping.
-  EXPECT_EQ(LogLine{"n={N:n}"}.read("n=123456789012345678901234567890")->count("n"), UINT64_MAX);
+  // Commas in groups of three after 1-3 digits; a count beyond 64 bits is no reading
+  // (it saturated to 2^64 - 1 before).
+  const LogLine tokens{"size: {N,:n} tokens"};
+  EXPECT_EQ(tokens.read("size: 1,234,567 tokens")->count("n"), 1234567u);
+  EXPECT_EQ(tokens.read("size: 1234567 tokens")->count("n"), 1234567u);
+  EXPECT_FALSE(tokens.read("size: 12,34 tokens"));
+  EXPECT_FALSE(tokens.read("size: 1234,567 tokens"));
+  EXPECT_FALSE(tokens.read("size: ,123 tokens"));
+  EXPECT_EQ(LogLine{"n={N:n}"}.read("n=18446744073709551615")->count("n"), UINT64_MAX);
+  EXPECT_FALSE(LogLine{"n={N:n}"}.read("n=18446744073709551616"));
+  EXPECT_FALSE(LogLine{"n={N:n}"}.read("n=123456789012345678901234567890"));
 }
 
 TEST(LogLine, OptionalPartsAndPrintOnlyEnds) {

@@ -15,6 +15,40 @@ constexpr std::size_t npos = std::string_view::npos;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// The number grammar the engines print (Python's f"{x:.2f}", f"{n:,}"): digits, at most one
+// '.' with digits on both sides; commas in groups of three after 1-3 leading digits. A run of
+// the field's characters that is not such a number ("10.5.5.5", ".", "-.81", "1,23,4") is no
+// reading of the line, never a prefix of it (issue #25 class 2: "10.5.5.5 GiB" was read as 10.5).
+bool well_formed(std::string_view number, Kind kind) {
+  if (number.empty()) return false;
+  // A count must fit 64 bits (20 digits and commas is 2^64's length), a decimal a double's
+  // useful digits: a 401-digit figure read as 0 or 2^64 - 1 would be replayed as a
+  // confident number (issue #25 class 2).
+  if (kind == Kind::digits || kind == Kind::digits_commas) {
+    std::uint64_t value = 0;
+    for (char c : number)
+      if (is_digit(c)) {
+        if (value > (UINT64_MAX - static_cast<std::uint64_t>(c - '0')) / 10) return false;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      }
+  } else if (number.size() > 32) {
+    return false;
+  }
+  if (kind == Kind::digits_commas && number.find(',') != std::string_view::npos) {
+    const std::size_t first = number.find(',');
+    if (first == 0 || first > 3) return false;
+    for (std::size_t at = first; at < number.size(); at += 4) {
+      if (number[at] != ',' || at + 4 > number.size()) return false;
+      for (std::size_t k = at + 1; k < at + 4; ++k)
+        if (!is_digit(number[k])) return false;
+    }
+    return true;
+  }
+  const std::size_t dot = number.find('.');
+  if (dot == std::string_view::npos) return true;  // the field's class: digits only
+  return dot > 0 && dot + 1 < number.size() && number.find('.', dot + 1) == std::string_view::npos;
+}
+
 // \s of std::regex in the "C" locale.
 bool is_white(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'; }
 
@@ -157,7 +191,11 @@ class Scanner {
                  ((piece.kind == Kind::decimal || piece.kind == Kind::signed_decimal) && c == '.');
         };
         while (end < n && in_class(line_[end])) ++end;
-        if (end == first_digit) return false;
+        // A sentence's full stop after the number ("... is 14.99.") is not part of it.
+        if (end > first_digit + 1 && line_[end - 1] == '.' &&
+            well_formed(line_.substr(first_digit, end - 1 - first_digit), piece.kind))
+          --end;
+        if (!well_formed(line_.substr(first_digit, end - first_digit), piece.kind)) return false;
         fields_[static_cast<std::size_t>(piece.field)] = line_.substr(pos, end - pos);
         return match(i + 1, end);
       }
