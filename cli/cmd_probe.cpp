@@ -64,15 +64,15 @@ void apply_max_mem(const std::string& text, kp::ProbeOptions& options) {
 
 void add_shape_options(CLI::App& command, ProbeFlags& flags) {
   command.add_option("--head-dim", flags.shape.head_dim, "Head dimension: " + kp::supported_head_dims_text())
-      ->default_val(128);
+      ->transform(decimal_integer())->default_val(128);
   command
       .add_option("--block-size", flags.shape.block_size,
                   "Tokens per KV block: " + kp::supported_block_sizes_text())
-      ->default_val(16);
-  command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->default_val(8);
+      ->transform(decimal_integer())->default_val(16);
+  command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->transform(decimal_integer())->default_val(8);
   command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")
-      ->default_val(32);
-  command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->default_val(1);
+      ->transform(decimal_integer())->default_val(32);
+  command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->transform(decimal_integer())->default_val(1);
   command.add_option("--dtype", flags.shape.dtype, "q and KV dtype: bf16, fp16")->default_val("bf16");
   command
       .add_option("--kv-dtype", flags.shape.kv_dtype,
@@ -83,15 +83,15 @@ void add_shape_options(CLI::App& command, ProbeFlags& flags) {
 
 void add_run_options(CLI::App& command, ProbeFlags& flags) {
   add_backend_flag(command, flags.backend, "auto (cuda, then hip, then cpu), cpu, cuda, hip")->default_val("auto");
-  command.add_option("--repeats", flags.options.repeats, "Timed runs (median of them)")->default_val(20);
-  command.add_option("--warmup", flags.options.warmup, "Untimed runs first")->default_val(3);
+  command.add_option("--repeats", flags.options.repeats, "Timed runs (median of them)")->transform(decimal_integer())->default_val(20);
+  command.add_option("--warmup", flags.options.warmup, "Untimed runs first")->transform(decimal_integer())->default_val(3);
   command
       .add_option("--max-mem", flags.max_mem,
                   "Most device memory to take: a fraction of free memory (0.5) or a size (2GiB); the cpu "
                   "backend is also capped at 2 GiB unless a size is given")
       ->default_val("0.5");
   command.add_option("--threads", flags.options.threads, "cpu backend threads (0 = all hardware threads)")
-      ->default_val(0);
+      ->transform(decimal_integer())->default_val(0);
   command
       .add_option("--cpu-kernel", flags.options.cpu_kernel,
                   "cpu backend kernel: auto (bf16: avx512-bf16 where the CPU has AVX-512 BF16, else avx2; "
@@ -100,11 +100,11 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
                   "avx2 (both dtypes), portable (8-lane vector code, the fallback); `probe info` names each "
                   "dtype's kernel")
       ->default_val("auto");
-  command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->default_val(20260729);
+  command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->transform(decimal_integer())->default_val(20260729);
   command
       .add_option("--launches", flags.options.launches_per_sample,
                   "Launches timed back to back per sample (0 = auto: 8 on GPUs, 1 on cpu)")
-      ->default_val(0);
+      ->transform(decimal_integer())->default_val(0);
   command.add_option("--inject-fault", flags.inject_fault,
                      "Testing only: alloc|kernel|verify[:N] makes the Nth allocation, kernel launch or "
                      "reference check fail (exit 3); also KVSIGHT_INJECT_FAULT");
@@ -198,7 +198,7 @@ void add_probe_command(CLI::App& app, CliState& state) {
   attention->add_option("--context", flags->context, "Tokens of context per sequence (e.g. 32768 or 32K)")
       ->default_val("4096");
   attention->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")
-      ->default_val(0);
+      ->transform(decimal_integer())->default_val(0);
   attention->callback([&state, flags] { run_attention(state, *flags); });
 
   auto* sweep = probe->add_subcommand("sweep", "Both kernels side by side over contexts");
@@ -210,7 +210,7 @@ void add_probe_command(CLI::App& app, CliState& state) {
   sweep->add_option("--kernels", flags->kernels, "Kernels to run: nosplit,splitkv")
       ->default_val("nosplit,splitkv");
   sweep->add_option("--splits", flags->options.splits, "split-KV split count (0 = automatic)")
-      ->default_val(0);
+      ->transform(decimal_integer())->default_val(0);
   sweep->add_option("--json-output", flags->json_output, "Also write the JSON result to this file")
       ->check(output_target("--json-output"));
   sweep->callback([&state, flags] { run_sweep(state, *flags); });

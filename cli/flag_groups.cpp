@@ -150,6 +150,17 @@ CLI::Option* add_batch_flag(CLI::App& command, std::uint64_t& batch, const std::
   return add_count_flag(command, names, batch, help, 1, max);
 }
 
+CLI::Validator decimal_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+          return "'" + text + "' is not a decimal integer; allowed: digits only (no sign, 0x, suffix)";
+        text.erase(0, std::min(text.find_first_not_of('0'), text.size() - 1));
+        return "";
+      },
+      "");
+}
+
 CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help) {
   return command.add_option("--backend", backend, help);
 }

@@ -42,6 +42,11 @@ inline constexpr std::uint64_t kMaxDecodeBatch = 1ull << 24;
 CLI::Option* add_batch_flag(CLI::App& command, std::uint64_t& batch, const std::string& help,
                             std::uint64_t max = kMaxDecodeBatch, const std::string& names = "--batch");
 
+// A validator for an integer option that CLI11 converts itself: decimal digits only (no
+// sign, 0x, suffix), leading zeros stripped first, since CLI11 reads "0200" as octal 128
+// (issue #25 class 8: probe --head-dim 0200 ran at head_dim 128).
+CLI::Validator decimal_integer();
+
 // --backend: where the probe kernels run (auto, cpu, cuda, hip; probes/ checks the name).
 CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help);
 

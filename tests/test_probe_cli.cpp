@@ -100,6 +100,19 @@ TEST(ProbeCli, BadFlagsExitTwoNamingAllowedValues) {
                 "--cpu-kernel: 'avx1024' unknown; allowed: auto, avx512-bf16, avx512-fp16, avx2, portable"),
             std::string::npos)
       << run.err;
+  // Issue #25 class 8: CLI11 read "0200" as octal 128 and ran at head_dim 128. Integers are
+  // decimal: 0200 is 200 (refused), 0128 is 128, and 0x80 is no integer.
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "0200"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("--head-dim: 200 not supported"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "0x80"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("'0x80' is not a decimal integer"), std::string::npos) << run.err;
+  run = run_kvsight({"probe", "attention", "--backend", "cpu", "--head-dim", "0128", "--context", "64",
+                     "--repeats", "010", "--warmup", "0", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["shape"]["head_dim"], 128) << run.out;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["repeats"], 10) << run.out;
 }
 
 TEST(ProbeCli, AttentionJson) {
