@@ -32,6 +32,9 @@ struct ProbeFlags {
   std::string bytes = "0";
   std::string json_output;   // sweep: also write the JSON here
   std::string inject_fault;  // testing only: alloc|kernel|verify[:N] (overrides KVSIGHT_INJECT_FAULT)
+  // --batch in the shared grammar (add_batch_flag: at most 2^24, so it fits the shape's 32
+  // bits); the probes' own range check (probes/src/shape.cpp) then applies.
+  std::uint64_t batch = 1;
 };
 
 // --max-mem: a plain decimal in (0, 1] is a fraction of free device memory; anything
@@ -72,7 +75,7 @@ void add_shape_options(CLI::App& command, ProbeFlags& flags) {
   command.add_option("--kv-heads", flags.shape.kv_heads, "KV heads")->transform(decimal_integer())->default_val(8);
   command.add_option("--q-heads", flags.shape.q_heads, "Query heads (GQA ratio q/kv in 1..16)")
       ->transform(decimal_integer())->default_val(32);
-  command.add_option("--batch", flags.shape.batch, "Sequences decoded together")->transform(decimal_integer())->default_val(1);
+  add_batch_flag(command, flags.batch, "Sequences decoded together (default 1)");
   command.add_option("--dtype", flags.shape.dtype, "q and KV dtype: bf16, fp16")->default_val("bf16");
   command
       .add_option("--kv-dtype", flags.shape.kv_dtype,
@@ -114,6 +117,8 @@ void apply_inject_fault(const ProbeFlags& flags) {
   if (!flags.inject_fault.empty()) kp::set_injected_fault(flags.inject_fault);
 }
 
+void apply_batch(ProbeFlags& flags) { flags.shape.batch = static_cast<std::uint32_t>(flags.batch); }
+
 void run_info(CliState& state) {
   emit(state, render_figures(app::probe_info_figures(kp::list_backends()), state.format()));
 }
@@ -132,6 +137,7 @@ void run_bandwidth(CliState& state, ProbeFlags& flags) {
 void run_attention(CliState& state, ProbeFlags& flags) {
   apply_max_mem(flags.max_mem, flags.options);
   apply_inject_fault(flags);
+  apply_batch(flags);
   flags.shape.context = parse_count_in(flags.context, "--context", 1, UINT64_MAX);  // kvsight/counts.hpp
   kp::validate_kernel(flags.kernel);
   const auto result = kp::run_attention(flags.backend, flags.kernel, flags.shape, flags.options);
@@ -155,6 +161,7 @@ void run_sweep(CliState& state, ProbeFlags& flags) {
     }
   }
   if (kernels.empty()) throw InputError("--kernels", "empty; allowed: nosplit, splitkv (comma-separated)");
+  apply_batch(flags);
   const auto contexts = parse_count_list(flags.contexts, "--contexts", 1, UINT64_MAX);
   flags.options.progress = [](const std::string& line) {
     std::cerr << "kvsight probe sweep: " << line << "\n";
