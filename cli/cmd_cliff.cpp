@@ -118,9 +118,8 @@ void add_cliff_command(CLI::App& app, CliState& state) {
       "--model/--gpu runs the same analysis for any model and device. Every prediction names its "
       "calibration.");
   command->add_option("--scenario", args->scenario, "Published case to replay: vllm-50264");
-  command->add_option("--model,-m", args->model,
-                      "Catalog id, config.json path, directory, or HF cache org/name");
-  command->add_option("--gpu,-g", args->gpu, "GPU catalog id");
+  add_model_gpu_flags(*command, args->model, args->gpu, false,
+                      "Catalog id, config.json path, directory, or HF cache org/name", "GPU catalog id");
   add_engine_flags(*command, args->options);
   add_batch_flag(*command, args->options.batch, "Sequences decoding together (default 1)");
   command->add_option(
