@@ -3,7 +3,7 @@
 own writer, gguf-py), header and tensor infos real, tensor data a sparse hole
 (the file is truncated to its full size, so a 2 GB file costs no disk).
 
-usage: make_gguf.py OUT.gguf tinyllama|tinyllama-f16|split|mla-old|mla-new|jamba|tiny-ARCH
+usage: make_gguf.py OUT.gguf tinyllama|tinyllama-f16|split|mla-old|mla-new|jamba|falcon-h1|gpt-oss|tiny-ARCH
 (tinyllama: linears q8_0; tinyllama-f16: every matrix f16, 2.2 GB)
 Exits 3 with a message when the gguf package is missing (scripts/setup.sh installs it).
 """
@@ -88,6 +88,41 @@ def jamba(w):
     return [("token_embd.weight", (1000, 1024), Q.F16)]
 
 
+def falcon_h1(w):
+    # Falcon-H1 shape in small: one decoder layer of hidden 64 holding attention (4 heads,
+    # 2 KV heads) and a Mamba-2 mixer (inner 128, 4 heads, 1 group, state 16) side by side.
+    w.add_block_count(1)
+    w.add_context_length(4096)
+    w.add_embedding_length(64)
+    w.add_feed_forward_length(128)
+    w.add_head_count(4)
+    w.add_head_count_kv(2)
+    w.add_vocab_size(32)
+    w.add_ssm_conv_kernel(4)
+    w.add_ssm_inner_size(128)
+    w.add_ssm_state_size(16)
+    w.add_ssm_time_step_rank(4)
+    w.add_ssm_group_count(1)
+    return [("token_embd.weight", (32, 64), Q.F16)]
+
+
+def gpt_oss(w):
+    # gpt-oss shape in small: two layers (sliding, full: llama.cpp's pattern of 2), 8 heads
+    # of 64 over 2 KV heads, window 128; no sliding_window_pattern key, as convert_hf_to_gguf
+    # writes it.
+    w.add_block_count(2)
+    w.add_context_length(4096)
+    w.add_embedding_length(512)
+    w.add_feed_forward_length(1024)
+    w.add_head_count(8)
+    w.add_head_count_kv(2)
+    w.add_key_length(64)
+    w.add_value_length(64)
+    w.add_vocab_size(32)
+    w.add_sliding_window(128)
+    return [("token_embd.weight", (32, 512), Q.F16)]
+
+
 def tiny(w, arch):
     # Small seeds for fuzz/corpus/gguf: one layer of hidden 64 with real (zero) data.
     w.add_block_count(1)
@@ -119,7 +154,7 @@ def main():
     out, variant = sys.argv[1], sys.argv[2]
     arch = {"tinyllama": "llama", "tinyllama-f16": "llama", "split": "llama", "mla-old": "deepseek2", "mla-new": "deepseek2",
             "jamba": "jamba", "tiny-llama": "llama", "tiny-deepseek2": "deepseek2", "tiny-jamba": "jamba",
-            "tiny-gemma2": "gemma2"}[variant]
+            "tiny-gemma2": "gemma2", "falcon-h1": "falcon-h1", "gpt-oss": "gpt-oss"}[variant]
     split = 10 if variant == "split" else 0
     w = gguf.GGUFWriter(out, arch, split_max_tensors=split) if split else gguf.GGUFWriter(out, arch)
     if variant == "tinyllama-f16":
@@ -128,6 +163,10 @@ def main():
         tensors = tinyllama(w, 22 if variant == "tinyllama" else 2)
     elif variant.startswith("tiny-"):
         tensors = tiny(w, arch)
+    elif variant == "falcon-h1":
+        tensors = falcon_h1(w)
+    elif variant == "gpt-oss":
+        tensors = gpt_oss(w)
     elif variant.startswith("mla"):
         tensors = mla(w, variant == "mla-new")
     else:

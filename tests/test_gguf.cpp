@@ -194,6 +194,47 @@ TEST(Gguf, HybridLayersFromHeadCountKv) {
   EXPECT_EQ(m.recurrent->d_state, 16u);
 }
 
+// Falcon-H1 from a GGUF (architecture falcon-h1) is listed as the HF reader lists it: each
+// decoder layer as attention then its Mamba2 state, and the norms and the MLP belong to
+// the attention entry only (they were counted on both entries before: 91,628).
+TEST(Gguf, FalconH1CountsNormsAndMlpOncePerDecoderLayer) {
+  const std::string path = make_gguf("falcon-h1.gguf", "falcon-h1");
+  ASSERT_FALSE(path.empty());
+  const ModelSpec m = resolve_model(path);
+  ASSERT_EQ(m.num_layers(), 2u);
+  EXPECT_EQ(m.layers[0].kind, LayerKind::full_attention);
+  EXPECT_EQ(m.layers[1].kind, LayerKind::recurrent);
+  ASSERT_TRUE(m.recurrent);
+  EXPECT_EQ(m.recurrent->kind, RecurrentKind::mamba2);
+  // H 64, I 128, 4 heads of 64 / 4 = 16, 2 KV heads; vocab 32, no output.weight (tied).
+  const std::uint64_t embedding = 32 * 64, final_norm = 64;
+  // Attention entry: 2 norms; q 64 x 4 x 16, k + v 64 x 2 x (16 + 16), o 4 x 16 x 64;
+  // gated MLP 3 x 64 x 128.
+  const std::uint64_t attention = 2 * 64 + 64 * 4 * 16 + 64 * 2 * 32 + 4 * 16 * 64 + 3 * 64 * 128;
+  // Mamba2 entry: inner 128, conv_dim 128 + 2 x 1 group x 16 = 160, 4 heads, conv 4:
+  // in_proj 64 x (128 + 160 + 4), conv1d 160 x (4 + 1), dt_bias/A_log/D/norm 3 x 4 + 128,
+  // out_proj 128 x 64.
+  const std::uint64_t mamba = 64 * (128 + 160 + 4) + 160 * 5 + (3 * 4 + 128) + 128 * 64;
+  EXPECT_EQ(count_params(m), embedding + final_norm + attention + mamba);  // 66,924
+}
+
+// gpt-oss from a GGUF (architecture gpt-oss) has attention sinks, as the HF gpt_oss does:
+// vLLM's ROCM_ATTN refuses them (rocm_attn.py supports_sink False), so the custom paged
+// attention kernel is refused for its full-attention layers on gfx9.
+TEST(Gguf, GptOssHasAttentionSinks) {
+  const std::string path = make_gguf("gpt-oss.gguf", "gpt-oss");
+  ASSERT_FALSE(path.empty());
+  const auto run = test::run_kvsight({"gates", "--model", path, "--gpu", "mi300x", "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto j = nlohmann::json::parse(run.out);
+  bool refused_for_sinks = false;
+  for (const auto& item : j.at("attention").at("refused"))
+    if (item.at("kernel") == "rocm_custom_paged_attention")
+      for (const auto& reason : item.at("reasons"))
+        refused_for_sinks = refused_for_sinks || reason == "attention sinks are used (must be absent)";
+  EXPECT_TRUE(refused_for_sinks) << run.out;
+}
+
 // Hand-made headers for the refusals.
 std::string le(std::uint64_t v, int n) {
   std::string out;

@@ -66,7 +66,9 @@ ParamGroups count_groups(const ModelSpec& m) {
   const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
   const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
   const bool nemotron_h = m.model_type == "nemotron_h";
-  const bool falcon_h1 = m.model_type == "falcon_h1";
+  // HF model_type falcon_h1 and llama.cpp architecture falcon-h1: both readers list each
+  // decoder layer as attention then its Mamba2 state (add_parallel_recurrent_layers).
+  const bool falcon_h1 = m.model_type == "falcon_h1" || m.model_type == "falcon-h1";
 
   for (std::uint32_t i = 0; i < m.num_layers(); ++i) {
     const LayerSpec& layer = m.layers[i];
