@@ -18,7 +18,7 @@
 #include "kvsight/engine_vllm.hpp"
 #include "kvsight/footprint.hpp"
 #include "kvsight/gpu.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight {

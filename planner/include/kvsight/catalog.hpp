@@ -4,8 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "kvsight/model.hpp"
-
 namespace kvsight {
 
 struct CatalogModel {

@@ -21,7 +21,7 @@
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 
 namespace kvsight {
 

@@ -16,7 +16,7 @@
 #include "kvsight/footprint.hpp"
 #include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight {

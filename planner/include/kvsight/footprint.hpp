@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kvsight/dtype.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 
 namespace kvsight {
 

@@ -10,7 +10,7 @@
 
 #include "kvsight/budget.hpp"
 #include "kvsight/gpu.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 
 namespace kvsight {
 

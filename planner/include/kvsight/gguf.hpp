@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 
 namespace kvsight {
 

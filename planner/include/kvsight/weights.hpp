@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 
 namespace kvsight {
 

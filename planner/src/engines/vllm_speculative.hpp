@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kvsight/budget.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_spec.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight::vllm {

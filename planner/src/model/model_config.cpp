@@ -16,7 +16,7 @@
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/input_file.hpp"
-#include "kvsight/model.hpp"
+#include "kvsight/model_resolver.hpp"
 
 namespace kvsight {
 
@@ -901,34 +901,6 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
 }
 
 }  // namespace
-
-void validate_recurrent(const RecurrentSpec& rec, const std::string& field) {
-  // The largest element is 8 bytes (fp64 state); the conv width multiplies the
-  // conv state and its weights. Every product of footprint.cpp
-  // recurrent_state_bytes and of the weight counts is bounded by these.
-  const std::uint64_t conv = std::max<std::uint64_t>(rec.d_conv, 1);
-  const std::uint64_t groups_state =
-      checked_mul(checked_mul(2, std::max<std::uint64_t>(rec.n_groups, 1), field),
-                  std::max<std::uint64_t>(rec.d_state, 1), field);
-  const std::uint64_t conv_dim = checked_add(rec.d_inner, groups_state, field);
-  checked_mul(checked_mul(checked_add(conv_dim, rec.d_inner, field), conv + 1, field), 8, field);
-  checked_mul(
-      checked_mul(std::max<std::uint64_t>(rec.d_inner, 1), std::max<std::uint64_t>(rec.d_state, 1), field), 8,
-      field);
-  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.n_heads, 1),
-                                      std::max<std::uint64_t>(rec.head_dim, 1), field),
-                          std::max<std::uint64_t>(rec.d_state, 1), field),
-              8, field);
-  const std::uint64_t key_dim = checked_mul(rec.key_head_dim, rec.num_key_heads, field);
-  const std::uint64_t value_dim = checked_mul(rec.value_head_dim, rec.num_value_heads, field);
-  const std::uint64_t gdn_conv =
-      checked_add(checked_mul(key_dim, 2, field), checked_mul(value_dim, 2, field), field);
-  checked_mul(checked_mul(gdn_conv, conv + 1, field), 8, field);
-  checked_mul(checked_mul(checked_mul(std::max<std::uint64_t>(rec.num_value_heads, 1),
-                                      std::max<std::uint64_t>(rec.value_head_dim, 1), field),
-                          std::max<std::uint64_t>(rec.key_head_dim, 1), field),
-              8, field);
-}
 
 ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
   // Depth-limited, whole text consumed, NUL refused (kvsight/input_file.hpp).

@@ -1,9 +1,8 @@
-// ModelSpec queries, and resolving --model to a config: catalog id, file,
-// directory, or an org/name in the local Hugging Face cache (never the network).
-#include "kvsight/model.hpp"
+// Resolving --model to a config: catalog id, file, directory, or an org/name in the
+// local Hugging Face cache (never the network).
+#include "kvsight/model_resolver.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,96 +17,6 @@
 namespace kvsight {
 
 namespace fs = std::filesystem;
-
-std::string_view to_string(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::full_attention:
-      return "full";
-    case LayerKind::sliding_window:
-      return "sliding";
-    case LayerKind::chunked_local:
-      return "chunked";
-    case LayerKind::mla:
-      return "mla";
-    case LayerKind::recurrent:
-      return "recurrent";
-    case LayerKind::shared_kv:
-      return "shared_kv";
-    case LayerKind::none:
-      return "none";
-  }
-  return "?";
-}
-
-std::string_view to_string(RecurrentKind kind) {
-  switch (kind) {
-    case RecurrentKind::mamba1:
-      return "mamba1";
-    case RecurrentKind::mamba2:
-      return "mamba2";
-    case RecurrentKind::gated_delta_net:
-      return "gated_delta_net";
-    case RecurrentKind::short_conv:
-      return "short_conv";
-    case RecurrentKind::lightning:
-      return "lightning";
-  }
-  return "?";
-}
-
-std::uint32_t ModelSpec::count(LayerKind kind) const {
-  return static_cast<std::uint32_t>(
-      std::count_if(layers.begin(), layers.end(), [kind](const LayerSpec& l) { return l.kind == kind; }));
-}
-
-std::uint32_t ModelSpec::attention_layer_count() const {
-  return static_cast<std::uint32_t>(
-      std::count_if(layers.begin(), layers.end(), [](const LayerSpec& l) { return l.allocates_kv(); }));
-}
-
-std::uint32_t ModelSpec::rope_layer_count() const {
-  return static_cast<std::uint32_t>(std::count_if(layers.begin(), layers.end(), [](const LayerSpec& l) {
-    return (l.is_attention() || l.kind == LayerKind::shared_kv) && l.rope;
-  }));
-}
-
-std::uint32_t ModelSpec::nope_layer_count() const {
-  return static_cast<std::uint32_t>(std::count_if(layers.begin(), layers.end(), [](const LayerSpec& l) {
-    return (l.is_attention() || l.kind == LayerKind::shared_kv) && !l.rope;
-  }));
-}
-
-bool ModelSpec::is_hybrid() const { return count(LayerKind::recurrent) > 0 && attention_layer_count() > 0; }
-
-void add_parallel_recurrent_layers(ModelSpec& spec) {
-  std::vector<LayerSpec> both;
-  both.reserve(2 * spec.layers.size());
-  for (const LayerSpec& layer : spec.layers) {
-    both.push_back(layer);
-    LayerSpec state;
-    state.kind = LayerKind::recurrent;
-    state.rope = false;
-    both.push_back(state);
-  }
-  spec.layers = std::move(both);
-}
-
-std::uint64_t derived_max_model_len(const ModelSpec& model) {
-  std::uint64_t length = model.config_max_len != 0 ? model.config_max_len : model.max_position_embeddings;
-  const RopeScaling& rs = model.rope_scaling;
-  const bool gemma3 = model.model_type.find("gemma3") != std::string::npos;
-  if (!rs.type.empty() && !gemma3 && rs.type != "su" && rs.type != "longrope" && rs.type != "llama3") {
-    if (rs.type == "yarn" && rs.original_max_position_embeddings > 0)
-      length = rs.original_max_position_embeddings;
-    const double scaled = static_cast<double>(length) * rs.factor;
-    // llround beyond 2^63 gives an unspecified value: a confident wrong length.
-    if (!(scaled < 9.2e18))
-      throw OverflowError("rope_scaling.factor", "max length " + std::to_string(length) + " x " +
-                                                     std::to_string(rs.factor) + " exceeds 2^63 tokens");
-    length = static_cast<std::uint64_t>(std::llround(scaled));
-  }
-  return length;
-}
 
 namespace {
 
