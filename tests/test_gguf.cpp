@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "config_fixtures.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gguf.hpp"
@@ -233,6 +234,23 @@ TEST(Gguf, GptOssHasAttentionSinks) {
       for (const auto& reason : item.at("reasons"))
         refused_for_sinks = refused_for_sinks || reason == "attention sinks are used (must be absent)";
   EXPECT_TRUE(refused_for_sinks) << run.out;
+}
+
+// One family table for both readers (issue #26 item 3): the GGUF of a family has the traits
+// its HF config has.
+TEST(Gguf, BothReadersGiveAFamilyTheSameTraits) {
+  const std::pair<const char*, ModelSpec> pairs[] = {
+      {"gpt-oss", resolve_model("gpt-oss-20b")},  // attention sinks
+      {"falcon-h1", parse_hf_config(test::kFalconH1Config, "falcon-h1")},  // parallel hybrid
+      {"tiny-gemma2", resolve_model("gemma-2-9b")},  // pre/post feed-forward norms
+  };
+  for (const auto& [variant, hf] : pairs) {
+    const std::string path = make_gguf(std::string(variant) + ".gguf", variant);
+    ASSERT_FALSE(path.empty());
+    const ModelSpec gguf = resolve_model(path);
+    EXPECT_TRUE(gguf.traits == hf.traits) << variant;
+    EXPECT_FALSE(gguf.traits == FamilyTraits{}) << variant;
+  }
 }
 
 // Hand-made headers for the refusals.

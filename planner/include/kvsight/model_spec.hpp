@@ -114,12 +114,42 @@ struct ExactWeights {
   std::vector<std::string> skipped;  // present, not counted (consolidated copies, adapters)
 };
 
+// What a model's family does that its files state in no field of their own. The readers
+// fill it from the model-family table (planner/src/model/families.cpp, by HF model_type or
+// llama.cpp architecture), the one code that compares a model_type; the engines, the gates
+// and the weights estimate read these instead.
+struct FamilyTraits {
+  // ALiBi position biases instead of RoPE (BLOOM, MPT): vLLM's ROCm custom paged attention
+  // refuses them (docs/reference/gates.md).
+  bool alibi = false;
+  // Learned per-head attention sinks (gpt-oss): vLLM's ROCM_ATTN refuses them.
+  bool attention_sinks = false;
+  // Attention and a Mamba2 mixer side by side in every decoder layer (Falcon-H1): each
+  // decoder layer is listed twice in `layers`, attention then its state, and the norms and
+  // the MLP belong to the attention entry.
+  bool parallel_hybrid = false;
+  // An up + down MLP (2 x H x I) rather than a gated one (3 x H x I).
+  bool plain_mlp = false;
+  // Pre- and post-feed-forward norms besides the input and post-attention ones (Gemma 2 / 3).
+  bool sandwich_norms = false;
+  // MLPs in layers of their own, with no attention or state (Nemotron-H).
+  bool mlp_layers = false;
+  // q_norm and k_norm over all heads at once, heads x head_dim each (MiniMax-M2).
+  bool full_width_qk_norm = false;
+  // max_position_embeddings already counts the RoPE scaling, so vLLM does not multiply it by
+  // the factor (Gemma 3).
+  bool length_includes_rope_scaling = false;
+
+  bool operator==(const FamilyTraits&) const = default;
+};
+
 struct ModelSpec {
   std::string id;            // catalog id or the path/org-name it was read from
   std::string display_name;  // e.g. "HuggingFaceTB/SmolLM3-3B"
   std::string source;        // where the config came from (URL or path)
   std::string architecture;  // architectures[0]
-  std::string model_type;
+  std::string model_type;    // as the files name it (GGUF: general.architecture); shown, never compared
+  FamilyTraits traits;       // from the family table
 
   std::uint64_t hidden_size = 0;
   std::uint32_t num_attention_heads = 0;  // query heads
@@ -168,19 +198,13 @@ struct ModelSpec {
   bool is_hybrid() const;                       // attention and recurrent layers together
 };
 
-// Falcon-H1's parallel hybrid: each decoder layer holds attention KV and a Mamba-2 state
-// side by side, so each layer is listed twice, attention then its recurrent state, as
-// vLLM registers them (models/falcon_h1.py: an Attention and a MambaMixer2 per layer) and
-// llama.cpp keeps both (llama-model.cpp create_memory, llama_memory_hybrid). One function
-// for the HF-config and the GGUF readers.
-void add_parallel_recurrent_layers(ModelSpec& spec);
-
 // The longest context the model config allows, as vLLM derives it
 // (vllm/config/model.py _get_and_verify_max_len): the smallest of the length keys
 // (max_position_embeddings, n_positions, max_seq_len, seq_length, ...), times the
 // rope_scaling factor unless the type is su/longrope/llama3 (whose
 // max_position_embeddings already is the extended length); yarn starts from
-// original_max_position_embeddings. Gemma 3 is exempt.
+// original_max_position_embeddings. Not for a model whose length already counts it
+// (FamilyTraits::length_includes_rope_scaling: Gemma 3).
 std::uint64_t derived_max_model_len(const ModelSpec& model);
 
 // Checks that every product the state formulas take of a recurrent spec fits in

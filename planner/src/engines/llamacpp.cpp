@@ -229,11 +229,11 @@ Cache size_cache(const ModelSpec& model, const std::vector<LayerCell>& cells, co
   return c;
 }
 
-// llama.cpp's n_layer: Falcon-H1 is listed as two entries per decoder layer (attention, then its
-// parallel Mamba-2 state: model_config.cpp), llama.cpp counts the decoder layer once.
+// llama.cpp's n_layer: a parallel hybrid (Falcon-H1) is listed as two entries per decoder layer
+// (attention, then its Mamba-2 state: FamilyTraits::parallel_hybrid), llama.cpp counts the
+// decoder layer once.
 std::uint32_t llama_n_layer(const ModelSpec& model) {
-  const bool falcon_h1 = model.model_type == "falcon_h1" || model.model_type == "falcon-h1";
-  return falcon_h1 ? model.num_layers() / 2 : model.num_layers();
+  return model.traits.parallel_hybrid ? model.num_layers() / 2 : model.num_layers();
 }
 
 // printf's "%*s": right-aligned in `width` columns, as llama.cpp's log pads its figures.

@@ -410,12 +410,9 @@ GateInput base_input(const Engine& engine, const ModelSpec& model, const GpuSpec
   base.block_size = decision.block.tokens;
   base.max_seq_len = decision.length.tokens;
   base.batch = std::max<std::uint64_t>(1, options.batch);
-  // vLLM ALiBi models (bloom, mpt); attention sinks (gpt-oss: HF model_type gpt_oss,
-  // llama.cpp architecture gpt-oss). model_type is compared as written, as transformers
-  // and vLLM look it up.
-  const std::string& model_type = model.model_type;
-  base.alibi = model_type == "bloom" || model_type == "mpt";
-  base.sinks = model_type == "gpt_oss" || model_type == "gpt-oss";
+  // ALiBi (BLOOM, MPT) and attention sinks (gpt-oss): the model's family traits.
+  base.alibi = model.traits.alibi;
+  base.sinks = model.traits.attention_sinks;
   base.padded_layout = engine.padded_kv_layout(model);
   return base;
 }

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "families.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/input_file.hpp"
@@ -395,39 +396,10 @@ std::string split_path(const std::string& prefix, std::uint64_t i, std::uint64_t
   return prefix + buffer;
 }
 
-}  // namespace
-
-ModelSpec read_gguf_model(const std::string& path_arg) {
-  std::string path = path_arg;
-  // A split model: its hyperparameters live in split 1 (llama.cpp gguf-split
-  // writes the metadata to the first split only).
-  std::smatch m;
-  const std::string file_name = fs::path(path).filename().string();
-  std::string split_prefix;
-  std::uint64_t split_count = 0;
-  if (std::regex_match(file_name, m, kSplitName)) {
-    split_prefix = (fs::path(path).parent_path() / m[1].str()).string();
-    split_count = std::stoull(m[3].str());
-    if (split_count == 0) throw InputError(path, "split count 0 in its name");
-    path = split_path(split_prefix, 1, split_count);
-  }
-  const GgufFile file = read_gguf(path);
-  const std::string arch_key = "general.architecture";
-  Meta any(file, path, "");
-  const std::string arch = any.string(arch_key);
-  if (arch.empty())
-    throw InputError(path + ": general.architecture", "missing; a GGUF model names its architecture");
-  Meta meta(file, path, arch);
-
-  ModelSpec spec;
-  spec.source = path;
-  spec.architecture = arch;
-  spec.model_type = arch;
-  spec.display_name = any.string("general.name");
-  if (spec.display_name.empty()) spec.display_name = fs::path(path).stem().string();
-
-  // Weights: every split's tensors (split.count / split.tensors.count, llama.cpp
-  // gguf-split).
+// The weights of a GGUF model: every split's tensors (split.count / split.tensors.count,
+// llama.cpp gguf-split). `file` is the first split (or the only file).
+ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, const std::string& path,
+                                     const std::string& split_prefix, std::uint64_t split_count) {
   ExactWeights weights;
   weights.format = "gguf";
   weights.bytes = file.tensor_bytes;
@@ -467,28 +439,38 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
   weights.method = "exact: sum of tensor sizes in the GGUF tensor infos of " +
                    std::to_string(weights.files.size()) + " file" + (weights.files.size() == 1 ? "" : "s") +
                    " (" + fs::path(path).filename().string() + ")";
+  return weights;
+}
 
-  // Hyperparameters: llama.cpp src/llama-model.cpp llm_load_hparams / load_hparams
-  // and the key names of src/llama-arch.cpp (LLM_KV_*).
-  const std::uint64_t n_layer = meta.required("block_count");
-  if (n_layer > 100000)
+// The per-layer attention and feed-forward sizes of a GGUF (one value or one per layer).
+struct GgufLayerShapes {
+  std::uint64_t n_layer = 0;
+  std::vector<std::uint64_t> heads, kv_heads, ff;
+  std::uint64_t head_k = 0, head_v = 0;  // key_length, value_length
+};
+
+// Hyperparameters: llama.cpp src/llama-model.cpp llm_load_hparams / load_hparams
+// and the key names of src/llama-arch.cpp (LLM_KV_*).
+GgufLayerShapes read_gguf_hparams(const GgufFile& file, const Meta& meta, const Meta& any,
+                                  const std::string& path, ModelSpec& spec) {
+  GgufLayerShapes s;
+  s.n_layer = meta.required("block_count");
+  if (s.n_layer > 100000)
     throw InputError(path + ": " + meta.key("block_count"),
-                     "is " + std::to_string(n_layer) + "; at most 100000");
+                     "is " + std::to_string(s.n_layer) + "; at most 100000");
   spec.hidden_size = meta.required("embedding_length");
-  const std::vector<std::uint64_t> heads =
-      meta.per_layer("attention.head_count", n_layer).value_or(std::vector<std::uint64_t>(n_layer, 0));
-  std::vector<std::uint64_t> kv_heads = meta.per_layer("attention.head_count_kv", n_layer).value_or(heads);
-  const std::uint64_t max_heads = *std::max_element(heads.begin(), heads.end());
+  s.heads =
+      meta.per_layer("attention.head_count", s.n_layer).value_or(std::vector<std::uint64_t>(s.n_layer, 0));
+  s.kv_heads = meta.per_layer("attention.head_count_kv", s.n_layer).value_or(s.heads);
+  const std::uint64_t max_heads = *std::max_element(s.heads.begin(), s.heads.end());
   spec.num_attention_heads = meta.u32(max_heads, "attention.head_count");
   // n_embd_head_k = key_length, default n_embd / n_head (llama-model.cpp).
-  std::uint64_t head_k =
-      meta.uint("attention.key_length").value_or(max_heads ? spec.hidden_size / max_heads : 0);
-  std::uint64_t head_v = meta.uint("attention.value_length").value_or(head_k);
-  std::vector<std::uint64_t> ff =
-      meta.per_layer("feed_forward_length", n_layer).value_or(std::vector<std::uint64_t>(n_layer, 0));
+  s.head_k = meta.uint("attention.key_length").value_or(max_heads ? spec.hidden_size / max_heads : 0);
+  s.head_v = meta.uint("attention.value_length").value_or(s.head_k);
+  s.ff = meta.per_layer("feed_forward_length", s.n_layer).value_or(std::vector<std::uint64_t>(s.n_layer, 0));
   std::uint64_t ff_sum = 0;
-  for (auto f : ff) ff_sum = checked_add(ff_sum, f, meta.key("feed_forward_length"));
-  spec.intermediate_size = ff_sum / n_layer;
+  for (auto f : s.ff) ff_sum = checked_add(ff_sum, f, meta.key("feed_forward_length"));
+  spec.intermediate_size = ff_sum / s.n_layer;
   if (auto v = meta.uint("vocab_size"))
     spec.vocab_size = *v;
   else if (const nlohmann::json* tokens = any.find("tokenizer.ggml.tokens"); tokens && tokens->is_object())
@@ -499,181 +481,186 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
   spec.tie_word_embeddings = true;
   for (const auto& t : file.tensors)
     if (t.name == "output.weight") spec.tie_word_embeddings = false;
-  {
-    // general.file_type names the dominant type (llama_ftype); the per-tensor
-    // types are what count, and they are exact already. The model dtype stays
-    // the activations' f16 (llama.cpp computes in f16/f32).
-    spec.dtype = "fp16";
-  }
+  // general.file_type names the dominant type (llama_ftype); the per-tensor
+  // types are what count, and they are exact already. The model dtype stays
+  // the activations' f16 (llama.cpp computes in f16/f32).
+  spec.dtype = "fp16";
+  return s;
+}
+
+void read_gguf_positions(const Meta& meta, const std::string& path, ModelSpec& spec) {
   spec.max_position_embeddings = meta.uint("context_length").value_or(0);
   spec.config_max_len = spec.max_position_embeddings;
   if (spec.max_position_embeddings == 0)
     spec.notes.push_back(meta.key("context_length") + " absent: no model length limit known");
   spec.rope_theta = meta.number("rope.freq_base", 0.0);
-  {
-    const nlohmann::json* type = meta.find(meta.key("rope.scaling.type"));
-    std::string t = type && type->is_string() ? type->get<std::string>() : "";
-    if (!t.empty() && t != "none") {
-      spec.rope_scaling.type = t;
-      spec.rope_scaling.factor = meta.number("rope.scaling.factor", 1.0);
-      if (!(spec.rope_scaling.factor > 0.0 && spec.rope_scaling.factor < 1e6))
-        throw InputError(path + ": " + meta.key("rope.scaling.factor"),
-                         "must be a positive number below 10^6");
-      spec.rope_scaling.original_max_position_embeddings =
-          meta.uint("rope.scaling.original_context_length").value_or(0);
-    }
+  const nlohmann::json* type = meta.find(meta.key("rope.scaling.type"));
+  std::string t = type && type->is_string() ? type->get<std::string>() : "";
+  if (!t.empty() && t != "none") {
+    spec.rope_scaling.type = t;
+    spec.rope_scaling.factor = meta.number("rope.scaling.factor", 1.0);
+    if (!(spec.rope_scaling.factor > 0.0 && spec.rope_scaling.factor < 1e6))
+      throw InputError(path + ": " + meta.key("rope.scaling.factor"), "must be a positive number below 10^6");
+    spec.rope_scaling.original_max_position_embeddings =
+        meta.uint("rope.scaling.original_context_length").value_or(0);
   }
-  // MoE.
-  if (auto experts = meta.uint("expert_count"); experts && *experts > 0) {
-    spec.moe.num_experts = meta.u32(*experts, "expert_count");
-    spec.moe.experts_per_token = meta.u32(meta.uint("expert_used_count").value_or(1), "expert_used_count");
-    spec.moe.num_shared_experts =
-        meta.u32(meta.uint("expert_shared_count").value_or(0), "expert_shared_count");
-    spec.moe.moe_intermediate_size = meta.uint("expert_feed_forward_length").value_or(spec.intermediate_size);
-    spec.moe.first_k_dense_layers =
-        meta.u32(meta.uint("leading_dense_block_count").value_or(0), "leading_dense_block_count");
-    if (spec.moe.experts_per_token > spec.moe.num_experts)
-      throw InputError(path + ": " + meta.key("expert_used_count"), "exceeds " + meta.key("expert_count"));
-  }
+}
 
-  // Recurrent state (ssm.* keys: llama-model.cpp LLM_KV_SSM_*). Which layers:
-  // every layer of mamba / mamba2; in hybrids the layers with no KV heads
-  // (llama-model.cpp recurrent_layer_arr[i] = n_head_kv(i) == 0; Nemotron-H also
-  // needs n_ff(i) == 0, its MLP-only layers have neither).
-  const bool all_recurrent = arch == "mamba" || arch == "mamba2";
-  const bool has_ssm = meta.find(meta.key("ssm.state_size")) != nullptr;
-  std::vector<LayerKind> kinds(n_layer, LayerKind::full_attention);
-  if (has_ssm) {
-    RecurrentSpec rec;
-    rec.conv_dtype = rec.ssm_dtype = "fp32";  // llama.cpp keeps r and s in f32 (llama-memory-recurrent.cpp)
-    rec.d_conv = meta.required("ssm.conv_kernel");
-    rec.d_state = meta.required("ssm.state_size");
-    const std::uint64_t inner = meta.required("ssm.inner_size");
-    const std::uint64_t dt_rank = meta.uint("ssm.time_step_rank").value_or(0);
-    const std::uint64_t groups = meta.uint("ssm.group_count").value_or(0);
-    if (arch == "qwen3next") {
-      // Gated delta-net: d_state = head_k_dim, group_count = num_k_heads,
-      // time_step_rank = num_v_heads, inner_size = head_v_dim x num_v_heads
-      // (gguf-py convert_hf_to_gguf.py Qwen3NextModel).
-      rec.kind = RecurrentKind::gated_delta_net;
-      rec.key_head_dim = rec.d_state;
-      rec.num_key_heads = groups;
-      rec.num_value_heads = dt_rank;
-      if (dt_rank == 0 || inner % dt_rank != 0)
-        throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
-                         "must be positive and divide ssm.inner_size");
-      rec.value_head_dim = inner / dt_rank;
-    } else if (groups > 0 || arch == "mamba2") {
-      // Mamba2: time_step_rank = n_heads (convert_hf_to_gguf.py Mamba2Model).
-      rec.kind = RecurrentKind::mamba2;
-      rec.d_inner = inner;
-      rec.n_groups = groups ? groups : 1;
-      rec.n_heads = dt_rank;
-      if (dt_rank == 0 || inner % dt_rank != 0)
-        throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
-                         "must be positive and divide ssm.inner_size");
-      rec.head_dim = inner / dt_rank;
-    } else {
-      rec.kind = RecurrentKind::mamba1;
-      rec.d_inner = inner;
-    }
-    validate_recurrent(rec, path + ": " + meta.key("ssm"));
-    spec.recurrent = rec;
-    for (std::uint64_t i = 0; i < n_layer; ++i) {
-      if (all_recurrent)
-        kinds[i] = LayerKind::recurrent;
-      else if (arch == "qwen3next") {
-        const std::uint64_t interval = meta.uint("full_attention_interval").value_or(4);
-        kinds[i] = interval && (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
-      } else if (kv_heads[i] == 0)
-        kinds[i] = arch == "nemotron_h" && ff[i] > 0 ? LayerKind::none : LayerKind::recurrent;
+void read_gguf_moe(const Meta& meta, const std::string& path, ModelSpec& spec) {
+  auto experts = meta.uint("expert_count");
+  if (!experts || *experts == 0) return;
+  spec.moe.num_experts = meta.u32(*experts, "expert_count");
+  spec.moe.experts_per_token = meta.u32(meta.uint("expert_used_count").value_or(1), "expert_used_count");
+  spec.moe.num_shared_experts = meta.u32(meta.uint("expert_shared_count").value_or(0), "expert_shared_count");
+  spec.moe.moe_intermediate_size = meta.uint("expert_feed_forward_length").value_or(spec.intermediate_size);
+  spec.moe.first_k_dense_layers =
+      meta.u32(meta.uint("leading_dense_block_count").value_or(0), "leading_dense_block_count");
+  if (spec.moe.experts_per_token > spec.moe.num_experts)
+    throw InputError(path + ": " + meta.key("expert_used_count"), "exceeds " + meta.key("expert_count"));
+}
+
+// The recurrent state of the ssm.* keys (llama-model.cpp LLM_KV_SSM_*), read as the family
+// says (families.cpp GgufState).
+RecurrentSpec read_gguf_state(const Meta& meta, const families::Family& family, const std::string& path) {
+  RecurrentSpec rec;
+  rec.conv_dtype = rec.ssm_dtype = "fp32";  // llama.cpp keeps r and s in f32 (llama-memory-recurrent.cpp)
+  rec.d_conv = meta.required("ssm.conv_kernel");
+  rec.d_state = meta.required("ssm.state_size");
+  const std::uint64_t inner = meta.required("ssm.inner_size");
+  const std::uint64_t dt_rank = meta.uint("ssm.time_step_rank").value_or(0);
+  const std::uint64_t groups = meta.uint("ssm.group_count").value_or(0);
+  if (family.gguf_state == families::GgufState::gated_delta_net) {
+    // Gated delta-net: d_state = head_k_dim, group_count = num_k_heads,
+    // time_step_rank = num_v_heads, inner_size = head_v_dim x num_v_heads
+    // (gguf-py convert_hf_to_gguf.py Qwen3NextModel).
+    rec.kind = RecurrentKind::gated_delta_net;
+    rec.key_head_dim = rec.d_state;
+    rec.num_key_heads = groups;
+    rec.num_value_heads = dt_rank;
+    if (dt_rank == 0 || inner % dt_rank != 0)
+      throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
+                       "must be positive and divide ssm.inner_size");
+    rec.value_head_dim = inner / dt_rank;
+  } else if (groups > 0 || family.gguf_state == families::GgufState::mamba2) {
+    // Mamba2: time_step_rank = n_heads (convert_hf_to_gguf.py Mamba2Model).
+    rec.kind = RecurrentKind::mamba2;
+    rec.d_inner = inner;
+    rec.n_groups = groups ? groups : 1;
+    rec.n_heads = dt_rank;
+    if (dt_rank == 0 || inner % dt_rank != 0)
+      throw InputError(path + ": " + meta.key("ssm.time_step_rank"),
+                       "must be positive and divide ssm.inner_size");
+    rec.head_dim = inner / dt_rank;
+  } else {
+    rec.kind = RecurrentKind::mamba1;
+    rec.d_inner = inner;
+  }
+  validate_recurrent(rec, path + ": " + meta.key("ssm"));
+  return rec;
+}
+
+// Layer kinds. With ssm.* keys, which layers keep a state: every layer of an all-recurrent
+// family (mamba, mamba2); all but every Nth of a family that says so (Qwen3-Next); else in
+// hybrids the layers with no KV heads (llama-model.cpp recurrent_layer_arr[i] = n_head_kv(i)
+// == 0; Nemotron-H also needs n_ff(i) == 0, its MLP-only layers have neither).
+std::vector<LayerKind> read_gguf_layer_kinds(const Meta& meta, const families::Family& family,
+                                             const std::string& path, const GgufLayerShapes& s,
+                                             ModelSpec& spec) {
+  std::vector<LayerKind> kinds(s.n_layer, LayerKind::full_attention);
+  if (meta.find(meta.key("ssm.state_size")) == nullptr) return kinds;
+  spec.recurrent = read_gguf_state(meta, family, path);
+  for (std::uint64_t i = 0; i < s.n_layer; ++i) {
+    if (family.layers == families::Layers::all_recurrent) {
+      kinds[i] = LayerKind::recurrent;
+    } else if (family.gguf_attention_interval > 0) {
+      const std::uint64_t interval =
+          meta.uint("full_attention_interval").value_or(family.gguf_attention_interval);
+      kinds[i] = interval && (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
+    } else if (s.kv_heads[i] == 0) {
+      kinds[i] = spec.traits.mlp_layers && s.ff[i] > 0 ? LayerKind::none : LayerKind::recurrent;
     }
   }
+  return kinds;
+}
 
-  // Sliding window: attention.sliding_window with the pattern from
-  // attention.sliding_window_pattern (an integer n: layer i slides when
-  // i % n < n - 1; or one bool per layer), else the architecture's own
-  // (llama.cpp src/models/<arch>.cpp load_swa_pattern: gemma2 2, gemma3 6,
-  // gemma3n 5, cohere2 / olmo2 / exaone4 4, gpt-oss (openai-moe.cpp) 2; read in the
-  // llama.cpp vendored by llama-cpp-python 0.3.36).
+// Sliding window: attention.sliding_window with the pattern from
+// attention.sliding_window_pattern (an integer n: layer i slides when
+// i % n < n - 1; or one bool per layer), else the family's (families.cpp, from
+// llama.cpp src/models/<arch>.cpp load_swa_pattern). Returns the window.
+std::uint64_t read_gguf_sliding_layers(const Meta& meta, const families::Family& family,
+                                       const std::string& path, ModelSpec& spec,
+                                       std::vector<LayerKind>& kinds) {
   const std::uint64_t window = meta.uint("attention.sliding_window").value_or(0);
-  if (window > 0) {
-    std::vector<bool> swa(n_layer, false);
-    const nlohmann::json* pattern = meta.find(meta.key("attention.sliding_window_pattern"));
-    std::uint64_t n_pattern = 0;
-    if (pattern && pattern->is_array()) {
-      if (pattern->size() != n_layer)
-        throw InputError(
-            path + ": " + meta.key("attention.sliding_window_pattern"),
-            "has " + std::to_string(pattern->size()) + " entries for " + std::to_string(n_layer) + " layers");
-      for (std::uint64_t i = 0; i < n_layer; ++i) {
-        if (!(*pattern)[i].is_boolean())
-          throw InputError(path + ": " + meta.key("attention.sliding_window_pattern"),
-                           "entries must be bools");
-        swa[i] = (*pattern)[i].get<bool>();
-      }
-    } else {
-      bool known = true;
-      if (pattern)
-        n_pattern = meta.as_uint(*pattern, meta.key("attention.sliding_window_pattern"));
-      else if (arch == "gemma2" || arch == "gpt-oss")
-        n_pattern = 2;
-      else if (arch == "gemma3")
-        n_pattern = 6;
-      else if (arch == "gemma3n")
-        n_pattern = 5;
-      else if (arch == "cohere2" || arch == "olmo2" || arch == "exaone4")
-        n_pattern = 4;
-      else
-        known = false;
-      if (known) {
-        // llama-hparams.cpp set_swa_pattern: n 0 = every layer slides.
-        for (std::uint64_t i = 0; i < n_layer; ++i) swa[i] = n_pattern == 0 || i % n_pattern < n_pattern - 1;
-      } else {
-        spec.notes.push_back(meta.key("attention.sliding_window") +
-                             " is set but this architecture has no sliding-window pattern in llama.cpp: full "
-                             "attention on every layer");
-      }
+  if (window == 0) return window;
+  const std::uint64_t n_layer = kinds.size();
+  std::vector<bool> swa(n_layer, false);
+  const nlohmann::json* pattern = meta.find(meta.key("attention.sliding_window_pattern"));
+  if (pattern && pattern->is_array()) {
+    if (pattern->size() != n_layer)
+      throw InputError(
+          path + ": " + meta.key("attention.sliding_window_pattern"),
+          "has " + std::to_string(pattern->size()) + " entries for " + std::to_string(n_layer) + " layers");
+    for (std::uint64_t i = 0; i < n_layer; ++i) {
+      if (!(*pattern)[i].is_boolean())
+        throw InputError(path + ": " + meta.key("attention.sliding_window_pattern"), "entries must be bools");
+      swa[i] = (*pattern)[i].get<bool>();
     }
-    for (std::uint64_t i = 0; i < n_layer; ++i)
-      if (swa[i] && kinds[i] == LayerKind::full_attention) kinds[i] = LayerKind::sliding_window;
+  } else if (pattern || family.gguf_sliding_pattern > 0) {
+    const std::uint64_t n_pattern = pattern
+                                        ? meta.as_uint(*pattern, meta.key("attention.sliding_window_pattern"))
+                                        : family.gguf_sliding_pattern;
+    // llama-hparams.cpp set_swa_pattern: n 0 = every layer slides.
+    for (std::uint64_t i = 0; i < n_layer; ++i) swa[i] = n_pattern == 0 || i % n_pattern < n_pattern - 1;
+  } else {
+    spec.notes.push_back(meta.key("attention.sliding_window") +
+                         " is set but this architecture has no sliding-window pattern in llama.cpp: full "
+                         "attention on every layer");
   }
-
-  // MLA (deepseek2 and kin): attention.kv_lora_rank. From llama.cpp PR #12801 the
-  // converter writes key_length = kv_lora_rank + n_rot, value_length = kv_lora_rank
-  // and the per-head sizes as key_length_mla / value_length_mla; the cache is the
-  // latent. A GGUF without the _mla keys predates it: llama.cpp caches the
-  // decompressed per-head K and V for it (llama-model.cpp is_mla).
-  if (auto rank = meta.uint("attention.kv_lora_rank"); rank && *rank > 0) {
-    MlaSpec mla;
-    mla.kv_lora_rank = meta.u32(*rank, "attention.kv_lora_rank");
-    mla.q_lora_rank = meta.u32(meta.uint("attention.q_lora_rank").value_or(0), "attention.q_lora_rank");
-    mla.qk_rope_head_dim = meta.u32(meta.required("rope.dimension_count"), "rope.dimension_count");
-    auto k_mla = meta.uint("attention.key_length_mla");
-    auto v_mla = meta.uint("attention.value_length_mla");
-    const std::uint64_t k_full = k_mla.value_or(head_k), v_full = v_mla.value_or(head_v);
-    if (k_full <= mla.qk_rope_head_dim)
-      throw InputError(path + ": " + meta.key("attention.key_length"),
-                       "must exceed rope.dimension_count for MLA");
-    mla.qk_nope_head_dim = meta.u32(k_full - mla.qk_rope_head_dim, "attention.key_length");
-    mla.v_head_dim = meta.u32(v_full, "attention.value_length");
-    mla.gguf_decompressed_cache = !k_mla.has_value();
-    spec.mla = mla;
-    head_k = k_full;
-    head_v = v_full;
-    if (mla.gguf_decompressed_cache)
-      spec.notes.push_back(
-          "GGUF without attention.key_length_mla (converted before llama.cpp PR #12801): llama.cpp caches "
-          "decompressed per-head K and V");
-  }
-  spec.head_dim = meta.u32(head_k, "attention.key_length");
-  spec.num_kv_heads = 0;
   for (std::uint64_t i = 0; i < n_layer; ++i)
-    if (kinds[i] != LayerKind::recurrent && kinds[i] != LayerKind::none)
-      spec.num_kv_heads = std::max(spec.num_kv_heads, meta.u32(kv_heads[i], "attention.head_count_kv"));
+    if (swa[i] && kinds[i] == LayerKind::full_attention) kinds[i] = LayerKind::sliding_window;
+  return window;
+}
 
-  spec.layers.resize(n_layer);
-  for (std::uint64_t i = 0; i < n_layer; ++i) {
+// MLA (deepseek2 and kin): attention.kv_lora_rank. From llama.cpp PR #12801 the
+// converter writes key_length = kv_lora_rank + n_rot, value_length = kv_lora_rank
+// and the per-head sizes as key_length_mla / value_length_mla; the cache is the
+// latent. A GGUF without the _mla keys predates it: llama.cpp caches the
+// decompressed per-head K and V for it (llama-model.cpp is_mla).
+void read_gguf_mla(const Meta& meta, const std::string& path, GgufLayerShapes& s, ModelSpec& spec) {
+  auto rank = meta.uint("attention.kv_lora_rank");
+  if (!rank || *rank == 0) return;
+  MlaSpec mla;
+  mla.kv_lora_rank = meta.u32(*rank, "attention.kv_lora_rank");
+  mla.q_lora_rank = meta.u32(meta.uint("attention.q_lora_rank").value_or(0), "attention.q_lora_rank");
+  mla.qk_rope_head_dim = meta.u32(meta.required("rope.dimension_count"), "rope.dimension_count");
+  auto k_mla = meta.uint("attention.key_length_mla");
+  auto v_mla = meta.uint("attention.value_length_mla");
+  const std::uint64_t k_full = k_mla.value_or(s.head_k), v_full = v_mla.value_or(s.head_v);
+  if (k_full <= mla.qk_rope_head_dim)
+    throw InputError(path + ": " + meta.key("attention.key_length"),
+                     "must exceed rope.dimension_count for MLA");
+  mla.qk_nope_head_dim = meta.u32(k_full - mla.qk_rope_head_dim, "attention.key_length");
+  mla.v_head_dim = meta.u32(v_full, "attention.value_length");
+  mla.gguf_decompressed_cache = !k_mla.has_value();
+  spec.mla = mla;
+  s.head_k = k_full;
+  s.head_v = v_full;
+  if (mla.gguf_decompressed_cache)
+    spec.notes.push_back(
+        "GGUF without attention.key_length_mla (converted before llama.cpp PR #12801): llama.cpp caches "
+        "decompressed per-head K and V");
+}
+
+// The layers of the kinds read, with their KV shapes.
+void build_gguf_layers(const Meta& meta, const std::string& path, const GgufLayerShapes& s,
+                       const std::vector<LayerKind>& kinds, std::uint64_t window, ModelSpec& spec) {
+  spec.head_dim = meta.u32(s.head_k, "attention.key_length");
+  spec.num_kv_heads = 0;
+  for (std::uint64_t i = 0; i < s.n_layer; ++i)
+    if (kinds[i] != LayerKind::recurrent && kinds[i] != LayerKind::none)
+      spec.num_kv_heads = std::max(spec.num_kv_heads, meta.u32(s.kv_heads[i], "attention.head_count_kv"));
+  spec.layers.resize(s.n_layer);
+  for (std::uint64_t i = 0; i < s.n_layer; ++i) {
     LayerSpec& layer = spec.layers[i];
     layer.kind = kinds[i];
     if (layer.kind == LayerKind::recurrent || layer.kind == LayerKind::none) continue;
@@ -684,22 +671,65 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
       layer.head_dim_v = 0;
       continue;
     }
-    if (heads[i] == 0 || kv_heads[i] == 0 || head_k == 0)
+    if (s.heads[i] == 0 || s.kv_heads[i] == 0 || s.head_k == 0)
       throw InputError(path + ": " + meta.key("attention.head_count"),
                        "layer " + std::to_string(i) +
                            " is an attention layer with no heads; give head_count, head_count_kv");
-    if (heads[i] % kv_heads[i] != 0)
+    if (s.heads[i] % s.kv_heads[i] != 0)
       throw InputError(
           path + ": " + meta.key("attention.head_count_kv"),
-          std::to_string(kv_heads[i]) + " does not divide head_count " + std::to_string(heads[i]));
-    layer.kv_heads = meta.u32(kv_heads[i], "attention.head_count_kv");
-    layer.head_dim_k = meta.u32(head_k, "attention.key_length");
-    layer.head_dim_v = meta.u32(head_v, "attention.value_length");
+          std::to_string(s.kv_heads[i]) + " does not divide head_count " + std::to_string(s.heads[i]));
+    layer.kv_heads = meta.u32(s.kv_heads[i], "attention.head_count_kv");
+    layer.head_dim_k = meta.u32(s.head_k, "attention.key_length");
+    layer.head_dim_v = meta.u32(s.head_v, "attention.value_length");
     if (layer.kind == LayerKind::sliding_window) layer.window = window;
   }
+}
+
+}  // namespace
+
+ModelSpec read_gguf_model(const std::string& path_arg) {
+  std::string path = path_arg;
+  // A split model: its hyperparameters live in split 1 (llama.cpp gguf-split
+  // writes the metadata to the first split only).
+  std::smatch m;
+  const std::string file_name = fs::path(path).filename().string();
+  std::string split_prefix;
+  std::uint64_t split_count = 0;
+  if (std::regex_match(file_name, m, kSplitName)) {
+    split_prefix = (fs::path(path).parent_path() / m[1].str()).string();
+    split_count = std::stoull(m[3].str());
+    if (split_count == 0) throw InputError(path, "split count 0 in its name");
+    path = split_path(split_prefix, 1, split_count);
+  }
+  const GgufFile file = read_gguf(path);
+  const std::string arch_key = "general.architecture";
+  Meta any(file, path, "");
+  const std::string arch = any.string(arch_key);
+  if (arch.empty())
+    throw InputError(path + ": general.architecture", "missing; a GGUF model names its architecture");
+  Meta meta(file, path, arch);
+
+  ModelSpec spec;
+  spec.source = path;
+  spec.architecture = arch;
+  spec.model_type = arch;
+  const families::Family& family = families::gguf_family(arch);
+  spec.traits = families::traits_of(family, arch);
+  spec.display_name = any.string("general.name");
+  if (spec.display_name.empty()) spec.display_name = fs::path(path).stem().string();
+
+  ExactWeights weights = read_gguf_split_weights(file, any, path, split_prefix, split_count);
+  GgufLayerShapes shapes = read_gguf_hparams(file, meta, any, path, spec);
+  read_gguf_positions(meta, path, spec);
+  read_gguf_moe(meta, path, spec);
+  std::vector<LayerKind> kinds = read_gguf_layer_kinds(meta, family, path, shapes, spec);
+  const std::uint64_t window = read_gguf_sliding_layers(meta, family, path, spec, kinds);
+  read_gguf_mla(meta, path, shapes, spec);
+  build_gguf_layers(meta, path, shapes, kinds, window, spec);
   // Falcon-H1: every layer has attention KV and a parallel Mamba-2 state (llama-model.cpp
   // create_memory: filter_attn and filter_recr both true).
-  if (arch == "falcon-h1" && spec.recurrent) add_parallel_recurrent_layers(spec);
+  if (spec.traits.parallel_hybrid && spec.recurrent) families::add_parallel_recurrent_layers(spec);
   if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
   if (spec.attention_layer_count() == 0 && !spec.recurrent)
     throw InputError(path, "has no attention or recurrent layers");

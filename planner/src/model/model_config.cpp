@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 
+#include "families.hpp"
 #include "kvsight/ascii.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
@@ -122,67 +123,27 @@ class ConfigReader {
   bool nested_;
 };
 
-// Model types whose config.sliding_window, when set, applies to every layer
-// (transformers passes it to every attention layer: Mistral, Mixtral, Phi-3,
-// Starcoder2; vLLM applies cache_config.sliding_window to layers without a
-// per-layer window: vllm/attention/layer.py).
-const std::set<std::string> kAllLayersSliding = {"mistral", "mixtral", "phi3", "starcoder2", "phimoe"};
-
-// Model types whose tie_word_embeddings default is true when the key is absent
-// (transformers PretrainedConfig default True; Llama-family configs pass False).
-const std::set<std::string> kTiedByDefault = {"gemma",        "gemma2",  "gemma3", "gemma3_text", "gemma3n",
-                                              "gemma3n_text", "smollm3", "mamba",  "mamba2"};
-
 // Allowed rope_scaling types (transformers modeling_rope_utils ROPE_INIT_FUNCTIONS,
 // plus "su" (old longrope name) and "mrope" (Qwen2-VL)).
 const std::set<std::string> kRopeTypes = {"default", "linear", "dynamic", "yarn",        "longrope",
                                           "llama3",  "su",     "mrope",   "proportional"};
 
-// Defaults of transformers' config classes for fields real configs omit (the
-// Gemma 3 27B config.json has no vocab_size, max_position_embeddings,
-// rope_theta or sliding_window_pattern). Source: transformers
-// models/<type>/configuration_<type>.py __init__ defaults. Applied only when the
-// field is absent, each with a note.
-struct ClassDefault {
-  const char* model_type;
-  const char* key;
-  const char* value;  // JSON text
-};
-constexpr ClassDefault kClassDefaults[] = {
-    {"gemma3_text", "vocab_size", "262208"},
-    {"gemma3_text", "max_position_embeddings", "131072"},
-    {"gemma3_text", "rope_theta", "1000000.0"},
-    {"gemma3_text", "sliding_window", "4096"},
-    {"gemma3_text", "sliding_window_pattern", "6"},
-    {"gemma3_text", "head_dim", "256"},
-    {"gemma2", "vocab_size", "256000"},
-    {"gemma2", "max_position_embeddings", "8192"},
-    {"gemma2", "sliding_window", "4096"},
-    {"gemma2", "head_dim", "256"},
-    {"llama", "max_position_embeddings", "2048"},
-    {"llama", "rope_theta", "10000.0"},
-    {"mistral", "max_position_embeddings", "131072"},
-    {"mistral", "rope_theta", "10000.0"},
-    {"qwen2", "max_position_embeddings", "32768"},
-    {"qwen3", "max_position_embeddings", "32768"},
-};
-
-void apply_class_defaults(json& text, const std::string& model_type, const std::string& prefix,
-                          std::vector<std::string>& notes) {
-  for (const auto& d : kClassDefaults) {
-    if (model_type != d.model_type) continue;
+// Fills the fields a config omits with the defaults of transformers' config class of its
+// family (families.cpp: the Gemma 3 27B config.json has no vocab_size, rope_theta, ...), each
+// said in a note. `type` is the text config's model_type.
+void apply_class_defaults(json& text, std::string type, bool nested, std::vector<std::string>& notes) {
+  const families::Family* family = &families::hf_family(type);
+  if (nested && !family->text_config_type.empty()) {
+    type = std::string(family->text_config_type);
+    family = &families::hf_family(type);
+  }
+  const std::string prefix = nested ? "text_config." : "";
+  for (const auto& d : family->class_defaults) {
     auto it = text.find(d.key);
     if (it != text.end() && !it->is_null()) continue;
     text[d.key] = json::parse(d.value);
-    notes.push_back(prefix + d.key + " absent: transformers " + model_type + " default " + d.value);
+    notes.push_back(prefix + d.key + " absent: transformers " + type + " default " + d.value);
   }
-}
-
-// MiniMax-Text-01 / MiniMax-M1 (and transformers' "minimax"): lightning
-// attention layers beside softmax ones (vLLM 0.23 minimax_text_01.py).
-bool is_minimax_lightning(const std::string& model_type) {
-  return model_type == "minimax" || model_type == "minimax_text_01" || model_type == "minimax_m1" ||
-         model_type == "MiniMaxM1" || model_type == "MiniMaxText01";
 }
 
 struct ParsedKinds {
@@ -192,7 +153,7 @@ struct ParsedKinds {
 };
 
 LayerKind kind_from_layer_type(const std::string& value, const std::string& field, RecurrentKind& rkind,
-                               bool& has_recurrent, const std::string& model_type) {
+                               bool& has_recurrent, const families::Family& family) {
   if (value == "full_attention" || value == "attention" || value == "global_attention")
     return LayerKind::full_attention;
   if (value == "sliding_attention" || value == "sliding_window" || value == "local_attention")
@@ -200,16 +161,14 @@ LayerKind kind_from_layer_type(const std::string& value, const std::string& fiel
   if (value == "chunked_attention") return LayerKind::chunked_local;
   if (value == "linear_attention") {
     has_recurrent = true;
-    // MiniMax (transformers model_type "minimax" writes layer_types): lightning
-    // attention (vLLM 0.23 minimax_text_01.py maps "linear_attention" to type 0).
-    // Everyone else, Qwen3-Next / Qwen3.5 / Qwen3.6: gated delta-net
-    // (transformers qwen3_next).
-    rkind = is_minimax_lightning(model_type) ? RecurrentKind::lightning : RecurrentKind::gated_delta_net;
+    // The family's kind: MiniMax's lightning attention; everyone else, Qwen3-Next / Qwen3.5 /
+    // Qwen3.6: gated delta-net (transformers qwen3_next).
+    rkind = family.linear_attention;
     return LayerKind::recurrent;
   }
   if (value == "mamba" || value == "mamba2") {
     has_recurrent = true;
-    rkind = value == "mamba" && model_type == "jamba" ? RecurrentKind::mamba1 : RecurrentKind::mamba2;
+    rkind = value == "mamba" ? family.mamba_layer : RecurrentKind::mamba2;
     return LayerKind::recurrent;
   }
   if (value == "conv") {  // LFM2 short convolution blocks
@@ -390,89 +349,93 @@ RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
   return rs;
 }
 
-// Layer kinds for every layer, from whichever of the config's layer-pattern
-// fields is present. Order of precedence: explicit layer_types, then the
-// architecture-specific pattern fields.
-ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_type, std::uint64_t n,
-                             ModelSpec& spec) {
-  ParsedKinds out;
-  out.kinds.assign(n, LayerKind::full_attention);
-  const std::uint64_t sliding_window = r.positive("sliding_window").value_or(0);
-
-  // MiniMax: attn_type_list (or decoder_attention_types), one integer per layer,
-  // 0 = lightning (linear) attention, 1 = softmax attention; it wins over
-  // layer_types (vLLM 0.23 minimax_text_01.py MiniMaxText01Model; MiniMax-M2's
-  // list is all 1).
+// MiniMax: attn_type_list (or decoder_attention_types), one integer per layer,
+// 0 = lightning (linear) attention, 1 = softmax attention; it wins over
+// layer_types (vLLM 0.23 minimax_text_01.py MiniMaxText01Model; MiniMax-M2's
+// list is all 1). False when the config has neither.
+bool kinds_from_type_list(const ConfigReader& r, std::uint64_t n, ParsedKinds& out) {
   const char* type_list_key = r.has("attn_type_list") ? "attn_type_list" : "decoder_attention_types";
-  if (const json* list = r.find(type_list_key)) {
-    const std::string field = r.path(type_list_key);
-    if (!list->is_array())
-      throw InputError(field, "is " + describe(*list) +
-                                  "; a list of 0 (linear) / 1 (full attention) per layer is required");
-    if (list->size() != n)
-      throw InputError(field, "has " + std::to_string(list->size()) + " entries but num_hidden_layers is " +
-                                  std::to_string(n) + "; they must match");
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const json& t = (*list)[i];
-      if (!t.is_number_integer() || (t.get<std::int64_t>() != 0 && t.get<std::int64_t>() != 1))
-        throw InputError(
-            field + "[" + std::to_string(i) + "]",
-            "is " + describe(t) + "; 0 (lightning / linear attention) or 1 (full attention) is required");
-      if (t.get<std::int64_t>() == 0) {
+  const json* list = r.find(type_list_key);
+  if (!list) return false;
+  const std::string field = r.path(type_list_key);
+  if (!list->is_array())
+    throw InputError(
+        field, "is " + describe(*list) + "; a list of 0 (linear) / 1 (full attention) per layer is required");
+  if (list->size() != n)
+    throw InputError(field, "has " + std::to_string(list->size()) + " entries but num_hidden_layers is " +
+                                std::to_string(n) + "; they must match");
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const json& t = (*list)[i];
+    if (!t.is_number_integer() || (t.get<std::int64_t>() != 0 && t.get<std::int64_t>() != 1))
+      throw InputError(
+          field + "[" + std::to_string(i) + "]",
+          "is " + describe(t) + "; 0 (lightning / linear attention) or 1 (full attention) is required");
+    if (t.get<std::int64_t>() == 0) {
+      out.kinds[i] = LayerKind::recurrent;
+      out.has_recurrent = true;
+      out.recurrent_kind = RecurrentKind::lightning;
+    }
+  }
+  return true;
+}
+
+// layer_types: one name per layer (transformers' per-layer form). False when absent.
+bool kinds_from_layer_types(const ConfigReader& r, const families::Family& family, std::uint64_t n,
+                            ParsedKinds& out) {
+  const json* types = r.find("layer_types");
+  if (!types) return false;
+  const std::string field = r.path("layer_types");
+  if (!types->is_array())
+    throw InputError(field, "is " + describe(*types) + "; a list of layer type names is required");
+  if (types->size() != n)
+    throw InputError(field, "has " + std::to_string(types->size()) + " entries but num_hidden_layers is " +
+                                std::to_string(n) + "; they must match");
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const json& t = (*types)[i];
+    const std::string f = field + "[" + std::to_string(i) + "]";
+    if (!t.is_string()) throw InputError(f, "is " + describe(t) + "; a layer type name is required");
+    out.kinds[i] =
+        kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, family);
+  }
+  return true;
+}
+
+// Nemotron-H: hybrid_override_pattern, one character per layer: M = Mamba2,
+// * = attention, - = MLP, E = MoE (transformers nemotron_h configuration). False when absent.
+bool kinds_from_hybrid_pattern(const ConfigReader& r, std::uint64_t n, ParsedKinds& out) {
+  const json* pattern = r.find("hybrid_override_pattern");
+  if (!pattern) return false;
+  const std::string field = r.path("hybrid_override_pattern");
+  if (!pattern->is_string()) throw InputError(field, "is " + describe(*pattern) + "; a string is required");
+  const std::string p = pattern->get<std::string>();
+  if (p.size() != n)
+    throw InputError(field, "has " + std::to_string(p.size()) + " characters but num_hidden_layers is " +
+                                std::to_string(n) + "; they must match");
+  for (std::uint64_t i = 0; i < n; ++i) {
+    switch (p[i]) {
+      case 'M':
         out.kinds[i] = LayerKind::recurrent;
         out.has_recurrent = true;
-        out.recurrent_kind = RecurrentKind::lightning;
-      }
+        break;
+      case '*':
+        out.kinds[i] = LayerKind::full_attention;
+        break;
+      case '-':
+      case 'E':
+        out.kinds[i] = LayerKind::none;
+        break;
+      default:
+        throw InputError(field,
+                         std::string("character '") + p[i] + "' at " + std::to_string(i) +
+                             " is not a layer kind; allowed: M (Mamba2), * (attention), - (MLP), E (MoE)");
     }
-    return out;
   }
-  if (const json* types = r.find("layer_types")) {
-    const std::string field = r.path("layer_types");
-    if (!types->is_array())
-      throw InputError(field, "is " + describe(*types) + "; a list of layer type names is required");
-    if (types->size() != n)
-      throw InputError(field, "has " + std::to_string(types->size()) + " entries but num_hidden_layers is " +
-                                  std::to_string(n) + "; they must match");
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const json& t = (*types)[i];
-      const std::string f = field + "[" + std::to_string(i) + "]";
-      if (!t.is_string()) throw InputError(f, "is " + describe(t) + "; a layer type name is required");
-      out.kinds[i] =
-          kind_from_layer_type(t.get<std::string>(), f, out.recurrent_kind, out.has_recurrent, model_type);
-    }
-    return out;
-  }
-  if (const json* pattern = r.find("hybrid_override_pattern")) {
-    // Nemotron-H: one character per layer: M = Mamba2, * = attention, - = MLP,
-    // E = MoE (transformers nemotron_h configuration).
-    const std::string field = r.path("hybrid_override_pattern");
-    if (!pattern->is_string()) throw InputError(field, "is " + describe(*pattern) + "; a string is required");
-    const std::string p = pattern->get<std::string>();
-    if (p.size() != n)
-      throw InputError(field, "has " + std::to_string(p.size()) + " characters but num_hidden_layers is " +
-                                  std::to_string(n) + "; they must match");
-    for (std::uint64_t i = 0; i < n; ++i) {
-      switch (p[i]) {
-        case 'M':
-          out.kinds[i] = LayerKind::recurrent;
-          out.has_recurrent = true;
-          break;
-        case '*':
-          out.kinds[i] = LayerKind::full_attention;
-          break;
-        case '-':
-        case 'E':
-          out.kinds[i] = LayerKind::none;
-          break;
-        default:
-          throw InputError(field,
-                           std::string("character '") + p[i] + "' at " + std::to_string(i) +
-                               " is not a layer kind; allowed: M (Mamba2), * (attention), - (MLP), E (MoE)");
-      }
-    }
-    out.recurrent_kind = RecurrentKind::mamba2;
-    return out;
-  }
+  out.recurrent_kind = RecurrentKind::mamba2;
+  return true;
+}
+
+// Attention every period-th layer, the rest recurrent. False when the config has no period.
+bool kinds_from_period(const ConfigReader& r, std::uint64_t n, ParsedKinds& out) {
   if (r.has("attn_layer_period")) {
     // Jamba: layer i is attention when i % period == offset, else Mamba (v1).
     const auto period = *r.positive("attn_layer_period");
@@ -485,7 +448,7 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
       out.kinds[i] = i % period == offset ? LayerKind::full_attention : LayerKind::recurrent;
     out.has_recurrent = true;
     out.recurrent_kind = RecurrentKind::mamba1;
-    return out;
+    return true;
   }
   if (r.has("full_attention_interval")) {
     // Qwen3-Next: every interval-th layer (1-based) is full attention, the rest
@@ -495,20 +458,79 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
       out.kinds[i] = (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
     out.has_recurrent = true;
     out.recurrent_kind = RecurrentKind::gated_delta_net;
-    return out;
+    return true;
   }
-  if (model_type == "falcon_h1") {
-    // Falcon-H1: every decoder layer runs attention and a Mamba2 mixer in
-    // parallel (transformers falcon_h1 FalconH1DecoderLayer: self.mamba and
-    // self_attn). parse_hf_config adds the Mamba2 entry after each attention one.
+  return false;
+}
+
+// sliding_window set: which layers slide, from sliding_window_pattern or use_sliding_window,
+// else the family's rule (families.cpp), else none (said in a note).
+void kinds_from_sliding_window(const ConfigReader& r, const families::Family& family, std::uint64_t n,
+                               std::uint64_t sliding_window, ModelSpec& spec, ParsedKinds& out) {
+  if (r.has("sliding_window_pattern")) {
+    // Gemma 3 / Cohere2: every pattern-th layer (1-based) is global.
+    const auto pattern = *r.positive("sliding_window_pattern");
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.kinds[i] = (i + 1) % pattern == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
+    return;
+  }
+  if (family.sliding == families::SlidingLayers::even) {
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.kinds[i] = i % 2 == 0 ? LayerKind::sliding_window : LayerKind::full_attention;
+    return;
+  }
+  if (family.sliding == families::SlidingLayers::sixth_global) {
+    for (std::uint64_t i = 0; i < n; ++i)
+      out.kinds[i] = (i + 1) % 6 == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
+    spec.notes.push_back("sliding_window_pattern absent: assumed Gemma 3's 6 (5 local : 1 global)");
+    return;
+  }
+  if (r.has("use_sliding_window")) {
+    // Qwen2 family: windows only when use_sliding_window, and only on layers
+    // at or above max_window_layers (transformers qwen2 layer_types rule).
+    if (r.boolean("use_sliding_window", false)) {
+      const auto max_window_layers = r.positive("max_window_layers", true).value_or(n);
+      for (std::uint64_t i = 0; i < n; ++i)
+        out.kinds[i] = i >= max_window_layers ? LayerKind::sliding_window : LayerKind::full_attention;
+    } else {
+      spec.notes.push_back(
+          "sliding_window is set but use_sliding_window is false: full attention on every layer");
+    }
+    return;
+  }
+  if (family.sliding == families::SlidingLayers::every) {
+    out.kinds.assign(n, LayerKind::sliding_window);
+    spec.notes.push_back(spec.model_type + ": sliding_window " + std::to_string(sliding_window) +
+                         " applies to every layer (as transformers and vLLM apply it)");
+    return;
+  }
+  spec.notes.push_back("sliding_window " + std::to_string(sliding_window) + " is set but model_type '" +
+                       spec.model_type +
+                       "' has no layer pattern for it: treated as full attention on every layer");
+}
+
+// Layer kinds for every layer, from whichever of the config's layer-pattern
+// fields is present. Order of precedence: explicit layer lists, then the
+// architecture-specific pattern fields, then the family's layers (families.cpp).
+ParsedKinds read_layer_kinds(const ConfigReader& r, const families::Family& family, std::uint64_t n,
+                             ModelSpec& spec) {
+  ParsedKinds out;
+  out.kinds.assign(n, LayerKind::full_attention);
+  const std::uint64_t sliding_window = r.positive("sliding_window").value_or(0);
+  if (kinds_from_type_list(r, n, out) || kinds_from_layer_types(r, family, n, out) ||
+      kinds_from_hybrid_pattern(r, n, out) || kinds_from_period(r, n, out))
+    return out;
+  if (spec.traits.parallel_hybrid) {
+    // Falcon-H1: attention in every layer and a state beside it; parse_hf_config adds the
+    // state's entry after each attention one.
     out.has_recurrent = true;
-    out.recurrent_kind = RecurrentKind::mamba2;
+    out.recurrent_kind = family.state;
     return out;
   }
-  if (model_type == "mamba" || model_type == "mamba2" || model_type == "falcon_mamba") {
+  if (family.layers == families::Layers::all_recurrent) {
     out.kinds.assign(n, LayerKind::recurrent);
     out.has_recurrent = true;
-    out.recurrent_kind = model_type == "mamba2" ? RecurrentKind::mamba2 : RecurrentKind::mamba1;
+    out.recurrent_kind = family.state;
     return out;
   }
   if (r.has("attention_chunk_size")) {
@@ -518,54 +540,12 @@ ParsedKinds read_layer_kinds(const ConfigReader& r, const std::string& model_typ
     out.kinds.assign(n, LayerKind::chunked_local);
     return out;
   }
-  if (sliding_window > 0) {
-    if (r.has("sliding_window_pattern")) {
-      // Gemma 3 / Cohere2: every pattern-th layer (1-based) is global.
-      const auto pattern = *r.positive("sliding_window_pattern");
-      for (std::uint64_t i = 0; i < n; ++i)
-        out.kinds[i] = (i + 1) % pattern == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
-      return out;
-    }
-    if (model_type == "gemma2") {
-      // Gemma 2: even layers slide, odd layers are global (transformers gemma2:
-      // is_sliding = not bool(layer_idx % 2)).
-      for (std::uint64_t i = 0; i < n; ++i)
-        out.kinds[i] = i % 2 == 0 ? LayerKind::sliding_window : LayerKind::full_attention;
-      return out;
-    }
-    if (model_type == "gemma3_text" || model_type == "gemma3") {
-      for (std::uint64_t i = 0; i < n; ++i)
-        out.kinds[i] = (i + 1) % 6 == 0 ? LayerKind::full_attention : LayerKind::sliding_window;
-      spec.notes.push_back("sliding_window_pattern absent: assumed Gemma 3's 6 (5 local : 1 global)");
-      return out;
-    }
-    if (r.has("use_sliding_window")) {
-      // Qwen2 family: windows only when use_sliding_window, and only on layers
-      // at or above max_window_layers (transformers qwen2 layer_types rule).
-      if (r.boolean("use_sliding_window", false)) {
-        const auto max_window_layers = r.positive("max_window_layers", true).value_or(n);
-        for (std::uint64_t i = 0; i < n; ++i)
-          out.kinds[i] = i >= max_window_layers ? LayerKind::sliding_window : LayerKind::full_attention;
-      } else {
-        spec.notes.push_back(
-            "sliding_window is set but use_sliding_window is false: full attention on every layer");
-      }
-      return out;
-    }
-    if (kAllLayersSliding.count(model_type)) {
-      out.kinds.assign(n, LayerKind::sliding_window);
-      spec.notes.push_back(model_type + ": sliding_window " + std::to_string(sliding_window) +
-                           " applies to every layer (as transformers and vLLM apply it)");
-      return out;
-    }
-    spec.notes.push_back("sliding_window " + std::to_string(sliding_window) + " is set but model_type '" +
-                         model_type +
-                         "' has no layer pattern for it: treated as full attention on every layer");
-  }
+  if (sliding_window > 0) kinds_from_sliding_window(r, family, n, sliding_window, spec, out);
   return out;
 }
 
-void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) {
+void read_recurrent(const ConfigReader& r, const families::Family& family, ParsedKinds& kinds,
+                    ModelSpec& spec) {
   RecurrentSpec rec;
   rec.kind = kinds.recurrent_kind;
   rec.conv_dtype = spec.dtype;
@@ -597,8 +577,7 @@ void read_recurrent(const ConfigReader& r, ParsedKinds& kinds, ModelSpec& spec) 
       break;
     case RecurrentKind::mamba1: {
       const std::uint64_t expand = opt("mamba_expand", opt("expand", 2));
-      rec.d_inner = r.positive("intermediate_size").has_value() &&
-                            (spec.model_type == "mamba" || spec.model_type == "falcon_mamba")
+      rec.d_inner = r.positive("intermediate_size").has_value() && family.mamba_inner_is_intermediate_size
                         ? *r.positive("intermediate_size")
                         : checked_mul(expand, hidden, r.path("expand") + " x hidden_size");
       rec.d_state = opt("mamba_d_state", opt("state_size", 16));
@@ -737,128 +716,185 @@ ParamCount operator*(std::uint64_t a, ParamCount b) { return ParamCount{a} * b; 
 ParamCount operator/(ParamCount a, ParamCount b) { return {a.n / b.n}; }
 ParamCount& operator+=(ParamCount& a, ParamCount b) { return a = a + b; }
 
+// The sizes of a vision_config: positive integers up to 2^20 (real ones are a few
+// thousand); the sums and products are overflow checked besides (ParamCount). A field the
+// count needs but the config lacks leaves the tower uncounted, said in a note (the KV plan
+// does not depend on it); a wrong value is an error.
+class VisionConfig {
+ public:
+  VisionConfig(const json& root, const json& vision)
+      : root_(root), reader_(root, vision, "vision_config", false) {}
+
+  ParamCount size(const char* key, std::optional<std::uint64_t> fallback = std::nullopt) {
+    const json* value = reader_.find(key);
+    if (!value) {
+      if (fallback) return ParamCount{*fallback};
+      if (missing_.empty()) missing_ = field(key);
+      return ParamCount{1};
+    }
+    const std::uint64_t x = reader_.as_positive(*value, field(key));
+    if (x > (1u << 20))
+      throw InputError(field(key), "is " + std::to_string(x) + "; at most 1048576 is allowed");
+    return ParamCount{x};
+  }
+  // A size the multimodal config keeps at its top level (the projector's).
+  ParamCount root_size(const char* key, std::uint64_t fallback) const {
+    auto r = root_.find(key);
+    if (r == root_.end() || r->is_null()) return ParamCount{fallback};
+    const std::uint64_t x = reader_.as_positive(*r, key);
+    if (x > (1u << 20)) throw InputError(key, "is " + std::to_string(x) + "; at most 1048576 is allowed");
+    return ParamCount{x};
+  }
+  bool root_bool(const char* key, bool fallback) const {
+    auto r = root_.find(key);
+    if (r == root_.end() || r->is_null()) return fallback;
+    if (!r->is_boolean()) throw InputError(key, "is " + describe(*r) + "; true or false is required");
+    return r->get<bool>();
+  }
+  bool boolean(const char* key, bool fallback) const { return reader_.boolean(key, fallback); }
+  const json* find(const char* key) const { return reader_.find(key); }
+  static std::string field(const char* key) { return std::string("vision_config.") + key; }
+  // The first field a count needed and did not find; "" when none.
+  const std::string& missing() const { return missing_; }
+
+ private:
+  const json& root_;
+  const ConfigReader reader_;
+  std::string missing_;
+};
+
+// Each tower's count (docs/reference/model-inputs.md "Vision towers"); H is the text
+// decoder's hidden size, `what` names the tower in notes.
+ParamCount siglip_params(VisionConfig& c, ParamCount H, families::Projector projector, std::string& what) {
+  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
+                   L = c.size("num_hidden_layers");
+  const ParamCount p = c.size("patch_size"), img = c.size("image_size"), ch = c.size("num_channels", 3);
+  const ParamCount side = img / p;
+  // Patch conv (weight + bias), one position per patch; per layer q, k, v, out
+  // (weights + biases), fc1 / fc2 (+ biases), two LayerNorms; post LayerNorm.
+  ParamCount params = ch * p * p * h + h + side * side * h + L * (4 * h * h + 2 * h * i + 9 * h + i) + 2 * h;
+  // The attention-pooling head unless vision_use_head is false (siglip.py).
+  if (c.boolean("vision_use_head", true)) params += h + 4 * h * h + 4 * h + 2 * h + 2 * h * i + i + h;
+  // Gemma 3: mm_input_projection_weight (h x H) and mm_soft_emb_norm (h).
+  if (projector == families::Projector::gemma3) params += h * H + h;
+  what = "SigLIP, " + std::to_string(L.n) + " layers";
+  return params;
+}
+
+ParamCount pixtral_params(VisionConfig& c, ParamCount H, families::Projector projector, std::string& what) {
+  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
+                   L = c.size("num_hidden_layers");
+  const ParamCount p = c.size("patch_size"), ch = c.size("num_channels", 3);
+  // patch_conv (no bias), ln_pre; per layer two RMSNorms, q k v o (no bias), gated MLP.
+  ParamCount params = ch * p * p * h + h + L * (4 * h * h + 3 * h * i + 2 * h);
+  if (projector == families::Projector::mistral3) {
+    // Mistral3MultiModalProjector: RMSNorm, patch merger (s^2 h -> h), linear_1 h -> H,
+    // linear_2 H -> H, biases when multimodal_projector_bias.
+    const ParamCount sm = c.root_size("spatial_merge_size", 2);
+    params += h + sm * sm * h * h + h * H + H * H;
+    if (c.root_bool("multimodal_projector_bias", false)) params += 2 * H;
+  }
+  what = "Pixtral, " + std::to_string(L.n) + " layers";
+  return params;
+}
+
+ParamCount llama4_vision_params(VisionConfig& c, ParamCount H, std::string& what) {
+  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
+                   L = c.size("num_hidden_layers");
+  const ParamCount p = c.size("patch_size"), img = c.size("image_size"), ch = c.size("num_channels", 3);
+  const ParamCount pin = c.size("projector_input_dim"), pout = c.size("projector_output_dim");
+  const ParamCount vout = c.size("vision_output_dim");
+  const ParamCount side = img / p;
+  // Unfold-conv linear (no bias), class embedding, (side^2 + 1) positions, pre / post
+  // LayerNorms; per layer q k v o with biases, fc1 / fc2 with biases, two LayerNorms.
+  ParamCount params =
+      ch * p * p * h + h + (side * side + 1) * h + 4 * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
+  // vision_adapter (pixel-shuffle MLP): fc1 intermediate_size -> projector_input_dim,
+  // fc2 -> projector_output_dim, biases when multi_modal_projector_bias.
+  params += i * pin + pin * pout;
+  if (c.boolean("multi_modal_projector_bias", false)) params += pin + pout;
+  // Llama4MultiModalProjector: linear_1 vision_output_dim -> H, no bias.
+  params += vout * H;
+  what = "Llama 4 vision, " + std::to_string(L.n) + " layers";
+  return params;
+}
+
+ParamCount qwen3_vl_params(VisionConfig& c, std::string& what) {
+  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"), L = c.size("depth");
+  const ParamCount p = c.size("patch_size"), t = c.size("temporal_patch_size", 2),
+                   ch = c.size("in_channels", 3);
+  const ParamCount npos = c.size("num_position_embeddings"), sm = c.size("spatial_merge_size", 2);
+  const ParamCount out = c.size("out_hidden_size");
+  ParamCount deepstack;
+  if (const json* d = c.find("deepstack_visual_indexes")) {
+    if (!d->is_array())
+      throw InputError(VisionConfig::field("deepstack_visual_indexes"),
+                       "is " + describe(*d) + "; a list is required");
+    deepstack = ParamCount{d->size()};
+  }
+  const ParamCount m = sm * sm * h;  // merged patch width
+  // Conv3d patch embed (+ bias), position table; per block two LayerNorms, qkv and
+  // proj with biases, fc1 / fc2 with biases; merger LayerNorm(h), fc1 m -> m, fc2 m ->
+  // out (biases); each deepstack merger the same with LayerNorm(m).
+  ParamCount params = ch * t * p * p * h + h + npos * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
+  const ParamCount merger_linears = m * m + m + m * out + out;
+  params += 2 * h + merger_linears + deepstack * (2 * m + merger_linears);
+  what = "Qwen3-VL vision, " + std::to_string(L.n) + " blocks";
+  return params;
+}
+
+ParamCount qwen2_5_vl_params(VisionConfig& c, std::string& what) {
+  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"), L = c.size("depth");
+  const ParamCount p = c.size("patch_size"), t = c.size("temporal_patch_size", 2);
+  const ParamCount ch = c.size("in_chans", c.size("in_channels", 3).n), sm = c.size("spatial_merge_size", 2);
+  const ParamCount out = c.size("out_hidden_size");
+  const ParamCount m = sm * sm * h;
+  // Conv3d patch embed (no bias); per block two RMSNorms, qkv and proj with biases,
+  // gated MLP with biases; merger RMSNorm(h), fc1 m -> m, fc2 m -> out (biases).
+  ParamCount params =
+      ch * t * p * p * h + L * (4 * h * h + 3 * h * i + 7 * h + 2 * i) + h + m * m + m + m * out + out;
+  what = "Qwen2.5-VL vision, " + std::to_string(L.n) + " blocks";
+  return params;
+}
+
 void read_vision(const json& root, ModelSpec& spec) {
   auto it = root.find("vision_config");
   if (it == root.end() || it->is_null()) return;
   const json& v = *it;
   if (!v.is_object()) throw InputError("vision_config", "is " + describe(v) + "; an object is required");
-  const ConfigReader vr(root, v, "vision_config", false);
-  auto field = [](const char* key) { return std::string("vision_config.") + key; };
-  // A vision_config size: a positive integer up to 2^20 (real ones are a few
-  // thousand); the sums and products are overflow checked besides (ParamCount).
-  // A field the count needs but the config lacks leaves the tower uncounted, said in
-  // a note (the KV plan does not depend on it); a wrong value is an error.
-  std::string missing;
-  auto size = [&](const char* key, std::optional<std::uint64_t> fallback = std::nullopt) -> ParamCount {
-    const json* value = vr.find(key);
-    if (!value) {
-      if (fallback) return ParamCount{*fallback};
-      if (missing.empty()) missing = field(key);
-      return ParamCount{1};
-    }
-    const std::uint64_t x = vr.as_positive(*value, field(key));
-    if (x > (1u << 20))
-      throw InputError(field(key), "is " + std::to_string(x) + "; at most 1048576 is allowed");
-    return ParamCount{x};
-  };
-  auto root_size = [&](const char* key, std::uint64_t fallback) -> ParamCount {
-    auto r = root.find(key);
-    if (r == root.end() || r->is_null()) return ParamCount{fallback};
-    const std::uint64_t x = vr.as_positive(*r, key);
-    if (x > (1u << 20)) throw InputError(key, "is " + std::to_string(x) + "; at most 1048576 is allowed");
-    return ParamCount{x};
-  };
-  auto root_bool = [&](const char* key, bool fallback) {
-    auto r = root.find(key);
-    if (r == root.end() || r->is_null()) return fallback;
-    if (!r->is_boolean()) throw InputError(key, "is " + describe(*r) + "; true or false is required");
-    return r->get<bool>();
-  };
+  VisionConfig c(root, v);
   std::string type;
   if (auto t = v.find("model_type"); t != v.end() && t->is_string()) type = t->get<std::string>();
   std::string root_type;
   if (auto t = root.find("model_type"); t != root.end() && t->is_string()) root_type = t->get<std::string>();
+  const families::Projector projector = families::hf_family(root_type).projector;
   const ParamCount H{spec.hidden_size};  // the text decoder's hidden size
   ParamCount params;
   std::string what;
-  if (type == "siglip_vision_model" || type == "siglip") {
-    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
-    const ParamCount p = size("patch_size"), img = size("image_size"), c = size("num_channels", 3);
-    const ParamCount side = img / p;
-    // Patch conv (weight + bias), one position per patch; per layer q, k, v, out
-    // (weights + biases), fc1 / fc2 (+ biases), two LayerNorms; post LayerNorm.
-    params = c * p * p * h + h + side * side * h + L * (4 * h * h + 2 * h * i + 9 * h + i) + 2 * h;
-    // The attention-pooling head unless vision_use_head is false (siglip.py).
-    if (vr.boolean("vision_use_head", true)) params += h + 4 * h * h + 4 * h + 2 * h + 2 * h * i + i + h;
-    // Gemma 3: mm_input_projection_weight (h x H) and mm_soft_emb_norm (h).
-    if (root_type == "gemma3") params += h * H + h;
-    what = "SigLIP, " + std::to_string(L.n) + " layers";
-  } else if (type == "pixtral") {
-    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
-    const ParamCount p = size("patch_size"), c = size("num_channels", 3);
-    // patch_conv (no bias), ln_pre; per layer two RMSNorms, q k v o (no bias), gated MLP.
-    params = c * p * p * h + h + L * (4 * h * h + 3 * h * i + 2 * h);
-    if (root_type == "mistral3") {
-      // Mistral3MultiModalProjector: RMSNorm, patch merger (s^2 h -> h), linear_1 h -> H,
-      // linear_2 H -> H, biases when multimodal_projector_bias.
-      const ParamCount sm = root_size("spatial_merge_size", 2);
-      params += h + sm * sm * h * h + h * H + H * H;
-      if (root_bool("multimodal_projector_bias", false)) params += 2 * H;
-    }
-    what = "Pixtral, " + std::to_string(L.n) + " layers";
-  } else if (type == "llama4_vision_model") {
-    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("num_hidden_layers");
-    const ParamCount p = size("patch_size"), img = size("image_size"), c = size("num_channels", 3);
-    const ParamCount pin = size("projector_input_dim"), pout = size("projector_output_dim");
-    const ParamCount vout = size("vision_output_dim");
-    const ParamCount side = img / p;
-    // Unfold-conv linear (no bias), class embedding, (side^2 + 1) positions, pre / post
-    // LayerNorms; per layer q k v o with biases, fc1 / fc2 with biases, two LayerNorms.
-    params = c * p * p * h + h + (side * side + 1) * h + 4 * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
-    // vision_adapter (pixel-shuffle MLP): fc1 intermediate_size -> projector_input_dim,
-    // fc2 -> projector_output_dim, biases when multi_modal_projector_bias.
-    params += i * pin + pin * pout;
-    if (vr.boolean("multi_modal_projector_bias", false)) params += pin + pout;
-    // Llama4MultiModalProjector: linear_1 vision_output_dim -> H, no bias.
-    params += vout * H;
-    what = "Llama 4 vision, " + std::to_string(L.n) + " layers";
-  } else if (type == "qwen3_vl" || type == "qwen3_vl_moe" || type == "qwen3_5" || type == "qwen3_5_moe") {
-    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("depth");
-    const ParamCount p = size("patch_size"), t = size("temporal_patch_size", 2), c = size("in_channels", 3);
-    const ParamCount npos = size("num_position_embeddings"), sm = size("spatial_merge_size", 2);
-    const ParamCount out = size("out_hidden_size");
-    ParamCount deepstack;
-    if (auto d = v.find("deepstack_visual_indexes"); d != v.end() && !d->is_null()) {
-      if (!d->is_array())
-        throw InputError(field("deepstack_visual_indexes"), "is " + describe(*d) + "; a list is required");
-      deepstack = ParamCount{d->size()};
-    }
-    const ParamCount m = sm * sm * h;  // merged patch width
-    // Conv3d patch embed (+ bias), position table; per block two LayerNorms, qkv and
-    // proj with biases, fc1 / fc2 with biases; merger LayerNorm(h), fc1 m -> m, fc2 m ->
-    // out (biases); each deepstack merger the same with LayerNorm(m).
-    params = c * t * p * p * h + h + npos * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
-    const ParamCount merger_linears = m * m + m + m * out + out;
-    params += 2 * h + merger_linears + deepstack * (2 * m + merger_linears);
-    what = "Qwen3-VL vision, " + std::to_string(L.n) + " blocks";
-  } else if (type == "qwen2_5_vl") {
-    const ParamCount h = size("hidden_size"), i = size("intermediate_size"), L = size("depth");
-    const ParamCount p = size("patch_size"), t = size("temporal_patch_size", 2);
-    const ParamCount c = size("in_chans", size("in_channels", 3).n), sm = size("spatial_merge_size", 2);
-    const ParamCount out = size("out_hidden_size");
-    const ParamCount m = sm * sm * h;
-    // Conv3d patch embed (no bias); per block two RMSNorms, qkv and proj with biases,
-    // gated MLP with biases; merger RMSNorm(h), fc1 m -> m, fc2 m -> out (biases).
-    params = c * t * p * p * h + L * (4 * h * h + 3 * h * i + 7 * h + 2 * i) + h + m * m + m + m * out + out;
-    what = "Qwen2.5-VL vision, " + std::to_string(L.n) + " blocks";
-  } else {
-    spec.notes.push_back("vision_config (model_type '" + type.substr(0, 40) +
-                         "') is not counted in the weights estimate: its architecture is not modelled");
-    return;
+  switch (families::vision_tower(type)) {
+    case families::VisionTower::siglip:
+      params = siglip_params(c, H, projector, what);
+      break;
+    case families::VisionTower::pixtral:
+      params = pixtral_params(c, H, projector, what);
+      break;
+    case families::VisionTower::llama4:
+      params = llama4_vision_params(c, H, what);
+      break;
+    case families::VisionTower::qwen3_vl:
+      params = qwen3_vl_params(c, what);
+      break;
+    case families::VisionTower::qwen2_5_vl:
+      params = qwen2_5_vl_params(c, what);
+      break;
+    case families::VisionTower::unknown:
+      spec.notes.push_back("vision_config (model_type '" + type.substr(0, 40) +
+                           "') is not counted in the weights estimate: its architecture is not modelled");
+      return;
   }
-  if (!missing.empty()) {
-    spec.notes.push_back("vision tower (" + type.substr(0, 40) +
-                         ") not counted in the weights estimate: " + missing + " is missing from the config");
+  if (!c.missing().empty()) {
+    spec.notes.push_back("vision tower (" + type.substr(0, 40) + ") not counted in the weights estimate: " +
+                         c.missing() + " is missing from the config");
     return;
   }
   spec.vision_params = params.n;
@@ -870,7 +906,7 @@ void read_vision(const json& root, ModelSpec& spec) {
 // RoPE per layer. no_rope_layers (SmolLM3, Llama 4): 1 = RoPE, 0 = NoPE
 // (transformers smollm3/llama4 configuration docstrings). The seed record that
 // reads it the other way round is wrong.
-void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
+void read_rope_flags(const ConfigReader& r, const families::Family& family, ModelSpec& spec) {
   const std::uint64_t n = spec.layers.size();
   if (const json* flags = r.find("no_rope_layers")) {
     const std::string field = r.path("no_rope_layers");
@@ -894,16 +930,16 @@ void read_rope_flags(const ConfigReader& r, ModelSpec& spec) {
                          std::to_string(*interval));
     return;
   }
-  if (spec.model_type == "llama4_text" || spec.model_type == "llama4") {
-    for (std::uint64_t i = 0; i < n; ++i) spec.layers[i].rope = (i + 1) % 4 != 0;
-    spec.notes.push_back("no_rope_layers absent: Llama 4 default, every 4th layer NoPE");
+  if (family.nope_every > 0) {
+    for (std::uint64_t i = 0; i < n; ++i) spec.layers[i].rope = (i + 1) % family.nope_every != 0;
+    spec.notes.push_back("no_rope_layers absent: Llama 4 default, every " +
+                         std::to_string(family.nope_every) + "th layer NoPE");
   }
 }
 
-}  // namespace
-
-ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
-  // Depth-limited, whole text consumed, NUL refused (kvsight/input_file.hpp).
+// The config's JSON object (depth-limited, whole text consumed, NUL refused:
+// kvsight/input_file.hpp); an error names the origin.
+json parse_config_object(std::string_view json_text, const std::string& origin) {
   json root;
   try {
     root = parse_json_input(json_text, origin);
@@ -915,37 +951,12 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
   }
   if (!root.is_object())
     throw InputError(origin, "is JSON but not an object; a config.json object is required");
+  return root;
+}
 
-  bool nested = false;
-  const json* text = &root;
-  if (auto it = root.find("text_config"); it != root.end() && !it->is_null()) {
-    if (!it->is_object()) throw InputError("text_config", "is " + describe(*it) + "; an object is required");
-    text = &*it;
-    nested = true;
-  }
-  ModelSpec spec;
-  spec.source = origin;
-  json text_copy = *text;
-  {
-    std::string type;
-    if (auto t = text_copy.find("model_type"); t != text_copy.end() && t->is_string())
-      type = t->get<std::string>();
-    if (type == "gemma3" && nested) type = "gemma3_text";
-    apply_class_defaults(text_copy, type, nested ? "text_config." : "", spec.notes);
-  }
-  ConfigReader r(root, text_copy, origin, nested);
-
-  if (auto it = root.find("architectures");
-      it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
-    spec.architecture = (*it)[0].get<std::string>();
-  spec.model_type = r.string("model_type");
-  if (spec.model_type.empty() && root.contains("model_type") && root["model_type"].is_string())
-    spec.model_type = root["model_type"].get<std::string>();
-  if (spec.model_type.empty()) spec.notes.push_back("model_type absent");
-
-  spec.dtype = dtype_of(r, spec);
-  spec.quantization = read_quantization(r);
-
+// The decoder's sizes: hidden size, layers (returned), vocabulary, intermediate size and
+// Gemma 3n's per-layer embeddings.
+std::uint64_t read_sizes(const ConfigReader& r, ModelSpec& spec) {
   spec.hidden_size = r.required_positive({"hidden_size", "d_model", "n_embd"});
   const std::uint64_t n_layers =
       r.required_positive({"num_hidden_layers", "n_layer", "num_layers", "n_layers"});
@@ -978,111 +989,110 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
           checked_mul(checked_mul(*per_layer_vocab, n_layers, "vocab_size_per_layer_input"),
                       *per_layer_hidden, "hidden_size_per_layer_input");
   }
+  return n_layers;
+}
 
-  ParsedKinds kinds = read_layer_kinds(r, spec.model_type, n_layers, spec);
-  const bool has_attention = std::any_of(kinds.kinds.begin(), kinds.kinds.end(), [](LayerKind k) {
-    return k == LayerKind::full_attention || k == LayerKind::sliding_window || k == LayerKind::chunked_local;
-  });
-
-  // Attention shape.
-  if (has_attention || r.has("num_attention_heads")) {
-    const std::uint64_t heads = r.required_positive({"num_attention_heads", "n_head", "num_heads"});
-    spec.num_attention_heads = r.as_u32(heads, r.path("num_attention_heads"));
-    std::uint64_t kv = 0;
-    if (auto v = r.positive("num_key_value_heads"))
-      kv = *v;
-    else if (auto v2 = r.positive("num_kv_heads"))
-      kv = *v2;
-    else if (auto v3 = r.positive("multi_query_group_num"))
-      kv = *v3;
-    else if (r.boolean("multi_query", false))
-      kv = 1;
-    else {
-      kv = heads;
-      if (has_attention)
-        spec.notes.push_back("num_key_value_heads absent: assumed equal to num_attention_heads (MHA)");
-    }
-    if (kv > heads || heads % kv != 0)
-      throw InputError(r.path("num_key_value_heads"),
-                       std::to_string(kv) + " does not divide num_attention_heads " + std::to_string(heads) +
-                           "; kv heads must divide the query heads (GQA groups)");
-    spec.num_kv_heads = r.as_u32(kv, r.path("num_key_value_heads"));
-    if (auto hd = r.positive("head_dim")) {
-      spec.head_dim = r.as_u32(*hd, r.path("head_dim"));
-    } else if (spec.model_type == "mamba2" || spec.model_type == "nemotron_h" ? false : true) {
-      if (spec.hidden_size % heads != 0)
-        throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
-                                                 " is not a multiple of num_attention_heads " +
-                                                 std::to_string(heads) + "; give head_dim");
-      spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
-    }
-    if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
-      spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
-    if (spec.head_dim == 0 && has_attention)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
+// Query heads, KV heads, head_dim and attention bias of the standard attention layers.
+void read_attention_shape(const ConfigReader& r, const families::Family& family, bool has_attention,
+                          ModelSpec& spec) {
+  const std::uint64_t heads = r.required_positive({"num_attention_heads", "n_head", "num_heads"});
+  spec.num_attention_heads = r.as_u32(heads, r.path("num_attention_heads"));
+  std::uint64_t kv = 0;
+  if (auto v = r.positive("num_key_value_heads"))
+    kv = *v;
+  else if (auto v2 = r.positive("num_kv_heads"))
+    kv = *v2;
+  else if (auto v3 = r.positive("multi_query_group_num"))
+    kv = *v3;
+  else if (r.boolean("multi_query", false))
+    kv = 1;
+  else {
+    kv = heads;
+    if (has_attention)
+      spec.notes.push_back("num_key_value_heads absent: assumed equal to num_attention_heads (MHA)");
+  }
+  if (kv > heads || heads % kv != 0)
+    throw InputError(r.path("num_key_value_heads"),
+                     std::to_string(kv) + " does not divide num_attention_heads " + std::to_string(heads) +
+                         "; kv heads must divide the query heads (GQA groups)");
+  spec.num_kv_heads = r.as_u32(kv, r.path("num_key_value_heads"));
+  if (auto hd = r.positive("head_dim")) {
+    spec.head_dim = r.as_u32(*hd, r.path("head_dim"));
+  } else if (!family.head_dim_optional) {
+    if (spec.hidden_size % heads != 0)
       throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
                                                " is not a multiple of num_attention_heads " +
                                                std::to_string(heads) + "; give head_dim");
-    spec.attention_bias = r.boolean("attention_bias", r.boolean("qkv_bias", false));
+    spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
   }
+  if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
+    spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
+  if (spec.head_dim == 0 && has_attention)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
+    throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
+                                             " is not a multiple of num_attention_heads " +
+                                             std::to_string(heads) + "; give head_dim");
+  spec.attention_bias = r.boolean("attention_bias", r.boolean("qkv_bias", false));
+}
 
-  // MLA (DeepSeek-V2/V3/R1, Kimi-K2): one latent of kv_lora_rank + qk_rope_head_dim per token.
-  if (auto rank = r.positive("kv_lora_rank")) {
-    MlaSpec mla;
-    mla.kv_lora_rank = r.as_u32(*rank, r.path("kv_lora_rank"));
-    mla.q_lora_rank = r.as_u32(r.positive("q_lora_rank").value_or(0), r.path("q_lora_rank"));
-    mla.qk_rope_head_dim = r.as_u32(r.required_positive({"qk_rope_head_dim"}), r.path("qk_rope_head_dim"));
-    mla.qk_nope_head_dim = r.as_u32(r.required_positive({"qk_nope_head_dim"}), r.path("qk_nope_head_dim"));
-    mla.v_head_dim = r.as_u32(r.required_positive({"v_head_dim"}), r.path("v_head_dim"));
-    spec.mla = mla;
-    // The attention (query/key) head dim of MLA is nope + rope, not hidden / heads.
-    spec.head_dim = r.as_u32(std::uint64_t{mla.qk_nope_head_dim} + mla.qk_rope_head_dim,
-                             r.path("qk_nope_head_dim") + " + qk_rope_head_dim");
+// MLA (DeepSeek-V2/V3/R1, Kimi-K2): one latent of kv_lora_rank + qk_rope_head_dim per token.
+void read_mla(const ConfigReader& r, ModelSpec& spec) {
+  auto rank = r.positive("kv_lora_rank");
+  if (!rank) return;
+  MlaSpec mla;
+  mla.kv_lora_rank = r.as_u32(*rank, r.path("kv_lora_rank"));
+  mla.q_lora_rank = r.as_u32(r.positive("q_lora_rank").value_or(0), r.path("q_lora_rank"));
+  mla.qk_rope_head_dim = r.as_u32(r.required_positive({"qk_rope_head_dim"}), r.path("qk_rope_head_dim"));
+  mla.qk_nope_head_dim = r.as_u32(r.required_positive({"qk_nope_head_dim"}), r.path("qk_nope_head_dim"));
+  mla.v_head_dim = r.as_u32(r.required_positive({"v_head_dim"}), r.path("v_head_dim"));
+  spec.mla = mla;
+  // The attention (query/key) head dim of MLA is nope + rope, not hidden / heads.
+  spec.head_dim = r.as_u32(std::uint64_t{mla.qk_nope_head_dim} + mla.qk_rope_head_dim,
+                           r.path("qk_nope_head_dim") + " + qk_rope_head_dim");
+}
+
+void read_moe(const ConfigReader& r, const families::Family& family, ModelSpec& spec) {
+  MoeSpec moe;
+  // 0 experts is a dense model (granite-4.0-micro: num_local_experts 0,
+  // transformers granitemoehybrid uses a dense MLP then).
+  std::uint64_t experts = r.positive("n_routed_experts", true).value_or(0);
+  if (experts == 0) experts = r.positive("num_local_experts", true).value_or(0);
+  if (experts == 0) experts = r.positive("num_experts", true).value_or(0);
+  moe.num_experts = r.as_u32(experts, r.path("num_experts"));
+  if (moe.num_experts > 0) {
+    moe.experts_per_token =
+        r.as_u32(r.positive("num_experts_per_tok")
+                     .value_or(r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
+                 r.path("num_experts_per_tok"));
+    moe.num_shared_experts =
+        r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
+    // Shared experts the config has no field for (Llama 4: families.cpp).
+    if (family.implicit_shared_experts > 0 && !r.has("n_shared_experts"))
+      moe.num_shared_experts = family.implicit_shared_experts;
+    moe.moe_intermediate_size =
+        r.positive("moe_intermediate_size")
+            .value_or(r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
+    moe.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size", true).value_or(0);
+    moe.first_k_dense_layers =
+        r.as_u32(r.positive("first_k_dense_replace", true).value_or(0), r.path("first_k_dense_replace"));
+    moe.moe_layer_frequency =
+        r.as_u32(r.positive("interleave_moe_layer_step")
+                     .value_or(r.positive("decoder_sparse_step")
+                                   .value_or(r.positive("moe_layer_freq")
+                                                 .value_or(r.positive("expert_layer_period").value_or(1)))),
+                 r.path("moe_layer_freq"));
+    if (moe.experts_per_token > moe.num_experts)
+      throw InputError(r.path("num_experts_per_tok"), std::to_string(moe.experts_per_token) +
+                                                          " exceeds the " + std::to_string(moe.num_experts) +
+                                                          " experts");
   }
+  spec.moe = moe;
+}
 
-  // MoE.
-  {
-    MoeSpec moe;
-    // 0 experts is a dense model (granite-4.0-micro: num_local_experts 0,
-    // transformers granitemoehybrid uses a dense MLP then).
-    std::uint64_t experts = r.positive("n_routed_experts", true).value_or(0);
-    if (experts == 0) experts = r.positive("num_local_experts", true).value_or(0);
-    if (experts == 0) experts = r.positive("num_experts", true).value_or(0);
-    moe.num_experts = r.as_u32(experts, r.path("num_experts"));
-    if (moe.num_experts > 0) {
-      moe.experts_per_token = r.as_u32(
-          r.positive("num_experts_per_tok")
-              .value_or(r.positive("num_experts_per_token").value_or(r.positive("top_k").value_or(1))),
-          r.path("num_experts_per_tok"));
-      moe.num_shared_experts =
-          r.as_u32(r.positive("n_shared_experts", true).value_or(0), r.path("n_shared_experts"));
-      if (spec.model_type.rfind("llama4", 0) == 0 && !r.has("n_shared_experts")) {
-        // Llama 4 MoE layers always carry one shared expert (transformers llama4
-        // Llama4TextMoe.shared_expert); the config has no field for it.
-        moe.num_shared_experts = 1;
-      }
-      moe.moe_intermediate_size =
-          r.positive("moe_intermediate_size")
-              .value_or(r.positive("intermediate_size_moe").value_or(spec.intermediate_size));
-      moe.shared_expert_intermediate_size = r.positive("shared_expert_intermediate_size", true).value_or(0);
-      moe.first_k_dense_layers =
-          r.as_u32(r.positive("first_k_dense_replace", true).value_or(0), r.path("first_k_dense_replace"));
-      moe.moe_layer_frequency =
-          r.as_u32(r.positive("interleave_moe_layer_step")
-                       .value_or(r.positive("decoder_sparse_step")
-                                     .value_or(r.positive("moe_layer_freq")
-                                                   .value_or(r.positive("expert_layer_period").value_or(1)))),
-                   r.path("moe_layer_freq"));
-      if (moe.experts_per_token > moe.num_experts)
-        throw InputError(r.path("num_experts_per_tok"), std::to_string(moe.experts_per_token) +
-                                                            " exceeds the " +
-                                                            std::to_string(moe.num_experts) + " experts");
-    }
-    spec.moe = moe;
-  }
-
+// Tied embeddings (the family's default when the config is silent) and per-head q/k norms.
+void read_embedding_tie_and_norms(const ConfigReader& r, const families::Family& family, ModelSpec& spec) {
   spec.tie_word_embeddings = r.boolean("tie_word_embeddings", false);
   if (!r.find_anywhere("tie_word_embeddings")) {
-    spec.tie_word_embeddings = kTiedByDefault.count(spec.model_type) > 0;
+    spec.tie_word_embeddings = family.tied_embeddings;
     spec.notes.push_back(std::string("tie_word_embeddings absent: assumed ") +
                          (spec.tie_word_embeddings ? "true" : "false") + " for model_type '" +
                          spec.model_type + "'");
@@ -1091,10 +1101,11 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       throw InputError("tie_word_embeddings", "is " + describe(*t) + "; true or false is required");
     spec.tie_word_embeddings = t->get<bool>();
   }
-  spec.qk_norm = spec.model_type.rfind("qwen3", 0) == 0 || spec.model_type.rfind("gemma3", 0) == 0 ||
-                 spec.model_type == "olmo2";
+  spec.qk_norm = family.qk_norm;
+}
 
-  // Positional facts.
+// RoPE theta and scaling, the length keys vLLM reads, and the MTP layers.
+void read_positions(const ConfigReader& r, ModelSpec& spec) {
   spec.rope_theta = r.number("rope_theta", 0.0);
   spec.rope_scaling = read_rope_scaling(r, spec.rope_theta);
   std::uint64_t max_len = 0;
@@ -1113,8 +1124,44 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       spec.mtp_layers = std::max(spec.mtp_layers, static_cast<std::uint32_t>(*v));
     }
   }
+}
 
-  // Layers.
+// One attention layer's KV shape and window.
+void fill_attention_layer(const ConfigReader& r, std::uint64_t i, std::uint64_t window, std::uint64_t chunk,
+                          const ModelSpec& spec, LayerSpec& layer) {
+  if (spec.mla) {
+    // MLA caches one latent (K only) per token: kv_lora_rank + qk_rope_head_dim.
+    if (layer.kind != LayerKind::full_attention)
+      throw InputError(r.path("kv_lora_rank"), "MLA with windowed layers is not supported");
+    layer.kind = LayerKind::mla;
+    layer.kv_heads = 1;
+    layer.head_dim_k = r.as_u32(std::uint64_t{spec.mla->kv_lora_rank} + spec.mla->qk_rope_head_dim,
+                                r.path("kv_lora_rank") + " + qk_rope_head_dim");
+    layer.head_dim_v = 0;
+  } else {
+    layer.kv_heads = spec.num_kv_heads;
+    layer.head_dim_k = spec.head_dim;
+    // Different V head dim where the config says so (e.g. v_head_dim without MLA).
+    layer.head_dim_v = r.as_u32(r.positive("v_head_dim").value_or(spec.head_dim), r.path("v_head_dim"));
+  }
+  if (layer.kind == LayerKind::sliding_window) {
+    if (window == 0)
+      throw InputError(r.path("sliding_window"),
+                       "layer " + std::to_string(i) +
+                           " is a sliding-window layer but sliding_window is not a positive integer");
+    layer.window = window;
+  }
+  if (layer.kind == LayerKind::chunked_local) {
+    if (chunk == 0)
+      throw InputError(r.path("attention_chunk_size"),
+                       "layer " + std::to_string(i) + " is chunked but attention_chunk_size is not set");
+    layer.window = chunk;
+  }
+}
+
+// The layers of the kinds read, with their KV shapes, and the per-layer-type overrides.
+void build_layers(const ConfigReader& r, const ParsedKinds& kinds, ModelSpec& spec) {
+  const std::uint64_t n_layers = kinds.kinds.size();
   spec.layers.resize(n_layers);
   const std::uint64_t window = r.positive("sliding_window").value_or(0);
   const std::uint64_t chunk = r.positive("attention_chunk_size").value_or(0);
@@ -1122,36 +1169,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     LayerSpec& layer = spec.layers[i];
     layer.kind = kinds.kinds[i];
     if (layer.kind == LayerKind::full_attention || layer.kind == LayerKind::sliding_window ||
-        layer.kind == LayerKind::chunked_local) {
-      if (spec.mla) {
-        // MLA caches one latent (K only) per token: kv_lora_rank + qk_rope_head_dim.
-        if (layer.kind != LayerKind::full_attention)
-          throw InputError(r.path("kv_lora_rank"), "MLA with windowed layers is not supported");
-        layer.kind = LayerKind::mla;
-        layer.kv_heads = 1;
-        layer.head_dim_k = r.as_u32(std::uint64_t{spec.mla->kv_lora_rank} + spec.mla->qk_rope_head_dim,
-                                    r.path("kv_lora_rank") + " + qk_rope_head_dim");
-        layer.head_dim_v = 0;
-      } else {
-        layer.kv_heads = spec.num_kv_heads;
-        layer.head_dim_k = spec.head_dim;
-        // Different V head dim where the config says so (e.g. v_head_dim without MLA).
-        layer.head_dim_v = r.as_u32(r.positive("v_head_dim").value_or(spec.head_dim), r.path("v_head_dim"));
-      }
-      if (layer.kind == LayerKind::sliding_window) {
-        if (window == 0)
-          throw InputError(r.path("sliding_window"),
-                           "layer " + std::to_string(i) +
-                               " is a sliding-window layer but sliding_window is not a positive integer");
-        layer.window = window;
-      }
-      if (layer.kind == LayerKind::chunked_local) {
-        if (chunk == 0)
-          throw InputError(r.path("attention_chunk_size"),
-                           "layer " + std::to_string(i) + " is chunked but attention_chunk_size is not set");
-        layer.window = chunk;
-      }
-    }
+        layer.kind == LayerKind::chunked_local)
+      fill_attention_layer(r, i, window, chunk, spec, layer);
   }
   // Gemma 2/3 and gpt-oss and others may set a per-layer-type head dim for global layers.
   if (auto global_hd = r.positive("global_head_dim")) {
@@ -1164,8 +1183,109 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       if (layer.kind == LayerKind::full_attention)
         layer.kv_heads = r.as_u32(*global_kv, r.path("num_global_key_value_heads"));
   }
+}
+
+// Gemma 3n: the last num_kv_shared_layers reuse the KV of the last earlier
+// layer of the same attention type (transformers gemma3n
+// Gemma3nTextAttention: kv_shared_layer_index).
+void read_kv_sharing(const ConfigReader& r, ModelSpec& spec) {
+  const std::uint64_t n_layers = spec.layers.size();
+  auto shared = r.positive("num_kv_shared_layers", true);
+  if (!shared || *shared == 0) return;
+  if (*shared >= n_layers)
+    throw InputError(
+        r.path("num_kv_shared_layers"),
+        "is " + std::to_string(*shared) + "; it must be below num_hidden_layers " + std::to_string(n_layers));
+  const std::uint64_t first_shared = n_layers - *shared;
+  for (std::uint64_t i = first_shared; i < n_layers; ++i) {
+    LayerSpec& layer = spec.layers[i];
+    std::int32_t source = -1;
+    for (std::uint64_t j = first_shared; j-- > 0;) {
+      if (spec.layers[j].kind == layer.kind) {
+        source = static_cast<std::int32_t>(j);
+        break;
+      }
+    }
+    if (source < 0)
+      throw InputError(
+          r.path("num_kv_shared_layers"),
+          "layer " + std::to_string(i) + " shares KV but no earlier layer has its attention type");
+    layer.kv_source_layer = source;
+    layer.kind = LayerKind::shared_kv;
+  }
+}
+
+// The recurrent state: a parallel hybrid's state entries (Falcon-H1), the state's shapes,
+// and whether any layer keeps one.
+void read_state_layers(const ConfigReader& r, const families::Family& family, ParsedKinds& kinds,
+                       ModelSpec& spec) {
+  if (spec.traits.parallel_hybrid) {
+    // Each layer is listed twice, attention then its parallel Mamba2 state, as
+    // vLLM registers them (vllm model_executor/models/falcon_h1.py: an Attention
+    // and a MambaMixer2 per FalconH1ParallelHybrid layer); llama.cpp likewise
+    // keeps KV and recurrent state for every layer (llama_memory_hybrid).
+    const std::size_t n_layers = spec.layers.size();
+    families::add_parallel_recurrent_layers(spec);
+    spec.notes.push_back(spec.model_type + ": each of the " + std::to_string(n_layers) +
+                         " layers holds attention KV and a Mamba2 state in parallel; listed as " +
+                         std::to_string(2 * n_layers) + " entries (attention, mamba)");
+  }
+  if (kinds.has_recurrent) read_recurrent(r, family, kinds, spec);
+  if (spec.recurrent && spec.recurrent->kind == RecurrentKind::lightning)
+    spec.notes.push_back(
+        "vLLM serves MiniMaxText01 / MiniMaxM1 through 0.23 only (0.33 model_executor/models/registry.py "
+        "_PREVIOUSLY_SUPPORTED_MODELS: 0.23.0); plan with --engine-version 0.23.0 or older");
+  if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
+}
+
+}  // namespace
+
+ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
+  const json root = parse_config_object(json_text, origin);
+  bool nested = false;
+  const json* text = &root;
+  if (auto it = root.find("text_config"); it != root.end() && !it->is_null()) {
+    if (!it->is_object()) throw InputError("text_config", "is " + describe(*it) + "; an object is required");
+    text = &*it;
+    nested = true;
+  }
+  ModelSpec spec;
+  spec.source = origin;
+  json text_copy = *text;
+  {
+    std::string type;
+    if (auto t = text_copy.find("model_type"); t != text_copy.end() && t->is_string())
+      type = t->get<std::string>();
+    apply_class_defaults(text_copy, type, nested, spec.notes);
+  }
+  ConfigReader r(root, text_copy, origin, nested);
+
+  if (auto it = root.find("architectures");
+      it != root.end() && it->is_array() && !it->empty() && (*it)[0].is_string())
+    spec.architecture = (*it)[0].get<std::string>();
+  spec.model_type = r.string("model_type");
+  if (spec.model_type.empty() && root.contains("model_type") && root["model_type"].is_string())
+    spec.model_type = root["model_type"].get<std::string>();
+  if (spec.model_type.empty()) spec.notes.push_back("model_type absent");
+  const families::Family& family = families::hf_family(spec.model_type);
+  spec.traits = families::traits_of(family, spec.model_type);
+
+  spec.dtype = dtype_of(r, spec);
+  spec.quantization = read_quantization(r);
+  const std::uint64_t n_layers = read_sizes(r, spec);
+  ParsedKinds kinds = read_layer_kinds(r, family, n_layers, spec);
+  const bool has_attention = std::any_of(kinds.kinds.begin(), kinds.kinds.end(), [](LayerKind k) {
+    return k == LayerKind::full_attention || k == LayerKind::sliding_window || k == LayerKind::chunked_local;
+  });
+  if (has_attention || r.has("num_attention_heads")) read_attention_shape(r, family, has_attention, spec);
+  read_mla(r, spec);
+  read_moe(r, family, spec);
+  read_embedding_tie_and_norms(r, family, spec);
+  read_positions(r, spec);
+
+  build_layers(r, kinds, spec);
   read_indexer(r, spec);
-  read_rope_flags(r, spec);
+  read_rope_flags(r, family, spec);
   // Llama 4: NoPE layers are global attention, RoPE layers chunked.
   for (auto& layer : spec.layers) {
     if (layer.kind == LayerKind::chunked_local && !layer.rope) {
@@ -1173,48 +1293,8 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
       layer.window = 0;
     }
   }
-  // Gemma 3n: the last num_kv_shared_layers reuse the KV of the last earlier
-  // layer of the same attention type (transformers gemma3n
-  // Gemma3nTextAttention: kv_shared_layer_index).
-  if (auto shared = r.positive("num_kv_shared_layers", true); shared && *shared > 0) {
-    if (*shared >= n_layers)
-      throw InputError(r.path("num_kv_shared_layers"), "is " + std::to_string(*shared) +
-                                                           "; it must be below num_hidden_layers " +
-                                                           std::to_string(n_layers));
-    const std::uint64_t first_shared = n_layers - *shared;
-    for (std::uint64_t i = first_shared; i < n_layers; ++i) {
-      LayerSpec& layer = spec.layers[i];
-      std::int32_t source = -1;
-      for (std::uint64_t j = first_shared; j-- > 0;) {
-        if (spec.layers[j].kind == layer.kind) {
-          source = static_cast<std::int32_t>(j);
-          break;
-        }
-      }
-      if (source < 0)
-        throw InputError(
-            r.path("num_kv_shared_layers"),
-            "layer " + std::to_string(i) + " shares KV but no earlier layer has its attention type");
-      layer.kv_source_layer = source;
-      layer.kind = LayerKind::shared_kv;
-    }
-  }
-  if (spec.model_type == "falcon_h1") {
-    // Each layer is listed twice, attention then its parallel Mamba2 state, as
-    // vLLM registers them (vllm model_executor/models/falcon_h1.py: an Attention
-    // and a MambaMixer2 per FalconH1ParallelHybrid layer); llama.cpp likewise
-    // keeps KV and recurrent state for every layer (llama_memory_hybrid).
-    add_parallel_recurrent_layers(spec);
-    spec.notes.push_back("falcon_h1: each of the " + std::to_string(n_layers) +
-                         " layers holds attention KV and a Mamba2 state in parallel; listed as " +
-                         std::to_string(2 * n_layers) + " entries (attention, mamba)");
-  }
-  if (kinds.has_recurrent) read_recurrent(r, kinds, spec);
-  if (spec.recurrent && spec.recurrent->kind == RecurrentKind::lightning)
-    spec.notes.push_back(
-        "vLLM serves MiniMaxText01 / MiniMaxM1 through 0.23 only (0.33 model_executor/models/registry.py "
-        "_PREVIOUSLY_SUPPORTED_MODELS: 0.23.0); plan with --engine-version 0.23.0 or older");
-  if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
+  read_kv_sharing(r, spec);
+  read_state_layers(r, family, kinds, spec);
   if (spec.layers.empty() || (spec.attention_layer_count() == 0 && !spec.recurrent))
     throw InputError(origin, "has no attention or recurrent layers");
   read_vision(root, spec);

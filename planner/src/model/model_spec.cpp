@@ -70,24 +70,11 @@ std::uint32_t ModelSpec::nope_layer_count() const {
 
 bool ModelSpec::is_hybrid() const { return count(LayerKind::recurrent) > 0 && attention_layer_count() > 0; }
 
-void add_parallel_recurrent_layers(ModelSpec& spec) {
-  std::vector<LayerSpec> both;
-  both.reserve(2 * spec.layers.size());
-  for (const LayerSpec& layer : spec.layers) {
-    both.push_back(layer);
-    LayerSpec state;
-    state.kind = LayerKind::recurrent;
-    state.rope = false;
-    both.push_back(state);
-  }
-  spec.layers = std::move(both);
-}
-
 std::uint64_t derived_max_model_len(const ModelSpec& model) {
   std::uint64_t length = model.config_max_len != 0 ? model.config_max_len : model.max_position_embeddings;
   const RopeScaling& rs = model.rope_scaling;
-  const bool gemma3 = model.model_type.find("gemma3") != std::string::npos;
-  if (!rs.type.empty() && !gemma3 && rs.type != "su" && rs.type != "longrope" && rs.type != "llama3") {
+  if (!rs.type.empty() && !model.traits.length_includes_rope_scaling && rs.type != "su" &&
+      rs.type != "longrope" && rs.type != "llama3") {
     if (rs.type == "yarn" && rs.original_max_position_embeddings > 0)
       length = rs.original_max_position_embeddings;
     const double scaled = static_cast<double>(length) * rs.factor;

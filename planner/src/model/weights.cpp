@@ -15,14 +15,6 @@ namespace kvsight {
 
 namespace {
 
-// Plain (non-gated) MLPs: up + down only (2 x H x I). Everyone else uses a gated
-// MLP (gate + up + down, 3 x H x I).
-bool plain_mlp(const ModelSpec& m) {
-  static const char* const plain[] = {"gpt2", "gpt_bigcode", "starcoder2", "phi", "falcon", "gpt_neox", "opt",
-                                      "bloom", "nemotron", "nemotron_h"};
-  return std::any_of(std::begin(plain), std::end(plain), [&](const char* t) { return m.model_type == t; });
-}
-
 struct ParamGroups {
   std::uint64_t embedding = 0;  // input embedding (+ untied lm_head)
   std::uint64_t dense_linear = 0;   // attention, dense MLP, shared experts, recurrent projections
@@ -55,6 +47,124 @@ bool is_moe_layer(const ModelSpec& m, std::uint32_t i) {
   return (i + 1) % freq == 0 || freq == 1;
 }
 
+// An MLA layer's projections (and its DeepSeek V3.2 indexer's).
+void add_mla_params(Adder& a, const ModelSpec& m, const LayerSpec& layer) {
+  const std::uint64_t H = m.hidden_size, nh = m.num_attention_heads;
+  const MlaSpec& mla = *m.mla;
+  const std::uint64_t qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+  if (mla.q_lora_rank > 0) {
+    a.dense(H, mla.q_lora_rank);
+    a.other(mla.q_lora_rank);  // q_a_layernorm
+    a.dense(mla.q_lora_rank, nh, qk);
+  } else {
+    a.dense(H, nh, qk);
+  }
+  a.dense(H, mla.kv_lora_rank + mla.qk_rope_head_dim);                   // kv_a_proj_with_mqa
+  a.other(mla.kv_lora_rank);                                             // kv_a_layernorm
+  a.dense(mla.kv_lora_rank, nh, mla.qk_nope_head_dim + mla.v_head_dim);  // kv_b_proj
+  a.dense(nh, mla.v_head_dim, H);                                        // o_proj
+  if (layer.indexer && m.indexer) {
+    // DeepSeek V3.2 lightning indexer (vLLM 0.33 deepseek_v2.py Indexer): wq_b
+    // q_lora_rank x n_heads x head_dim, wk H x head_dim, weights_proj H x n_heads,
+    // k_norm a LayerNorm (weight + bias) of head_dim.
+    const IndexerSpec& ix = *m.indexer;
+    a.dense(mla.q_lora_rank > 0 ? mla.q_lora_rank : H, ix.n_heads, ix.head_dim);  // wq_b
+    a.dense(H, ix.head_dim);                                                      // wk
+    a.other(H, ix.n_heads);                                                       // weights_proj
+    a.other(2, ix.head_dim);                                                      // k_norm
+  }
+}
+
+// An attention (or shared-KV) layer's q, k, v, o projections, biases and q/k norms.
+void add_attention_params(Adder& a, const ModelSpec& m, const LayerSpec& layer) {
+  const std::uint64_t H = m.hidden_size, nh = m.num_attention_heads;
+  const std::uint64_t kv = layer.kv_heads ? layer.kv_heads : m.num_kv_heads;
+  const std::uint64_t hd = layer.head_dim_k ? layer.head_dim_k : m.head_dim;
+  const std::uint64_t hdv = layer.head_dim_v ? layer.head_dim_v : hd;
+  a.dense(H, nh, hd);        // q_proj
+  a.dense(H, kv, hd + hdv);  // k_proj + v_proj
+  a.dense(nh, hdv, H);       // o_proj
+  if (m.attention_bias) a.other(nh * hd + kv * (hd + hdv));
+  if (m.qk_norm) a.other(2 * hd);
+  // q_norm of heads x head_dim, k_norm of kv heads x head_dim (FamilyTraits::full_width_qk_norm).
+  if (m.traits.full_width_qk_norm) a.other(nh * hd + kv * hd);
+}
+
+// A recurrent layer's projections, conv and state parameters.
+void add_recurrent_params(Adder& a, const ModelSpec& m) {
+  const std::uint64_t H = m.hidden_size;
+  const RecurrentSpec& r = *m.recurrent;
+  switch (r.kind) {
+    case RecurrentKind::mamba1: {
+      const std::uint64_t I = r.d_inner, dt_rank = ceil_div(H, 16);
+      a.dense(H, 2 * I);                    // in_proj
+      a.other(I, r.d_conv + 1);             // conv1d weight + bias
+      a.dense(I, dt_rank + 2 * r.d_state);  // x_proj
+      a.dense(dt_rank, I);                  // dt_proj
+      a.other(I, r.d_state + 2);            // A_log, D, dt bias
+      a.dense(I, H);                        // out_proj
+      break;
+    }
+    case RecurrentKind::mamba2: {
+      // Products bounded by validate_recurrent (model_spec.cpp).
+      const std::uint64_t I = r.d_inner, conv_dim = I + 2 * r.n_groups * r.d_state;
+      a.dense(H, checked_add(checked_add(I, conv_dim, "mamba in_proj"), r.n_heads,
+                             "mamba in_proj"));  // in_proj
+      a.other(conv_dim, r.d_conv + 1);           // conv1d
+      a.other(3 * r.n_heads + I);                // dt_bias, A_log, D, norm
+      a.dense(I, H);                             // out_proj
+      break;
+    }
+    case RecurrentKind::gated_delta_net: {
+      const std::uint64_t key_dim = r.key_head_dim * r.num_key_heads;
+      const std::uint64_t value_dim = r.value_head_dim * r.num_value_heads;
+      a.dense(H, 2 * key_dim + 2 * value_dim);            // in_proj_qkvz
+      a.dense(H, 2 * r.num_value_heads);                  // in_proj_ba
+      a.other(2 * key_dim + value_dim, r.d_conv);         // conv1d
+      a.other(2 * r.num_value_heads + r.value_head_dim);  // dt_bias, A_log, norm
+      a.dense(value_dim, H);                              // out_proj
+      break;
+    }
+    case RecurrentKind::short_conv:
+      a.dense(H, 3 * H);
+      a.other(H, r.d_conv);
+      a.dense(H, H);
+      break;
+    case RecurrentKind::lightning: {
+      // MiniMax lightning attention (vLLM minimax_linear_attn.py
+      // MiniMaxText01LinearAttention): qkv_proj H x 3 heads x head_dim,
+      // output_gate H x heads x head_dim, out_proj back to H, an RMSNorm over
+      // heads x head_dim. Products bounded by validate_recurrent.
+      const std::uint64_t inner = r.n_heads * r.head_dim;
+      a.dense(H, 3 * inner);  // qkv_proj
+      a.dense(H, inner);      // output_gate
+      a.dense(inner, H);      // out_proj
+      a.other(inner);         // norm
+      break;
+    }
+  }
+}
+
+// Layer i's feed-forward: routed and shared experts with their router, or a dense MLP.
+// A plain MLP is up + down (2 x H x I), a gated one gate + up + down (3 x H x I).
+void add_mlp_params(Adder& a, const ModelSpec& m, std::uint32_t i) {
+  const std::uint64_t H = m.hidden_size;
+  const std::uint64_t mlp_mats = m.traits.plain_mlp ? 2 : 3;
+  if (is_moe_layer(m, i)) {
+    const MoeSpec& moe = m.moe;
+    a.expert(moe.num_experts, mlp_mats * H, moe.moe_intermediate_size);
+    a.other(H, moe.num_experts);  // router
+    if (moe.shared_expert_intermediate_size > 0) {
+      a.dense(mlp_mats * H, moe.shared_expert_intermediate_size);
+      a.other(H);  // shared expert gate (Qwen2-MoE)
+    } else if (moe.num_shared_experts > 0) {
+      a.dense(moe.num_shared_experts, mlp_mats * H, moe.moe_intermediate_size);
+    }
+  } else if (m.intermediate_size > 0) {
+    a.dense(mlp_mats * H, m.intermediate_size);
+  }
+}
+
 ParamGroups count_groups(const ModelSpec& m) {
   ParamGroups g;
   const std::uint64_t H = m.hidden_size, V = m.vocab_size;
@@ -63,127 +173,23 @@ ParamGroups count_groups(const ModelSpec& m) {
   g.embedding = checked_add(g.embedding, m.per_layer_embedding_params, "embedding parameters");
   g.other = H;  // final norm
   g.vision = m.vision_params;
-  const bool gemma_norms = m.model_type.rfind("gemma2", 0) == 0 || m.model_type.rfind("gemma3", 0) == 0;
-  const std::uint64_t mlp_mats = plain_mlp(m) ? 2 : 3;
-  const bool nemotron_h = m.model_type == "nemotron_h";
-  // HF model_type falcon_h1 and llama.cpp architecture falcon-h1: both readers list each
-  // decoder layer as attention then its Mamba2 state (add_parallel_recurrent_layers).
-  const bool falcon_h1 = m.model_type == "falcon_h1" || m.model_type == "falcon-h1";
-
   for (std::uint32_t i = 0; i < m.num_layers(); ++i) {
     const LayerSpec& layer = m.layers[i];
     Adder a{g};
-    const std::uint64_t nh = m.num_attention_heads;
-    // Falcon-H1 lists each decoder layer as attention + its parallel Mamba2 entry
-    // (model_config.cpp): the norms and the MLP belong to the attention entry.
-    const bool falcon_h1_mamba = falcon_h1 && layer.kind == LayerKind::recurrent;
-    // Norms: input + post-attention (Gemma 2/3 add pre/post feed-forward norms).
-    if (!falcon_h1_mamba) a.other(gemma_norms ? 4 * H : 2 * H);
-    if (layer.kind == LayerKind::mla && m.mla) {
-      const MlaSpec& mla = *m.mla;
-      const std::uint64_t qk = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
-      if (mla.q_lora_rank > 0) {
-        a.dense(H, mla.q_lora_rank);
-        a.other(mla.q_lora_rank);  // q_a_layernorm
-        a.dense(mla.q_lora_rank, nh, qk);
-      } else {
-        a.dense(H, nh, qk);
-      }
-      a.dense(H, mla.kv_lora_rank + mla.qk_rope_head_dim);  // kv_a_proj_with_mqa
-      a.other(mla.kv_lora_rank);                            // kv_a_layernorm
-      a.dense(mla.kv_lora_rank, nh, mla.qk_nope_head_dim + mla.v_head_dim);  // kv_b_proj
-      a.dense(nh, mla.v_head_dim, H);                                       // o_proj
-      if (layer.indexer && m.indexer) {
-        // DeepSeek V3.2 lightning indexer (vLLM 0.33 deepseek_v2.py Indexer): wq_b
-        // q_lora_rank x n_heads x head_dim, wk H x head_dim, weights_proj H x n_heads,
-        // k_norm a LayerNorm (weight + bias) of head_dim.
-        const IndexerSpec& ix = *m.indexer;
-        a.dense(mla.q_lora_rank > 0 ? mla.q_lora_rank : H, ix.n_heads, ix.head_dim);  // wq_b
-        a.dense(H, ix.head_dim);                                                      // wk
-        a.other(H, ix.n_heads);                                                       // weights_proj
-        a.other(2, ix.head_dim);                                                      // k_norm
-      }
-    } else if (layer.is_attention() || layer.kind == LayerKind::shared_kv) {
-      const std::uint64_t kv = layer.kv_heads ? layer.kv_heads : m.num_kv_heads;
-      const std::uint64_t hd = layer.head_dim_k ? layer.head_dim_k : m.head_dim;
-      const std::uint64_t hdv = layer.head_dim_v ? layer.head_dim_v : hd;
-      a.dense(H, nh, hd);       // q_proj
-      a.dense(H, kv, hd + hdv);  // k_proj + v_proj
-      a.dense(nh, hdv, H);      // o_proj
-      if (m.attention_bias) a.other(nh * hd + kv * (hd + hdv));
-      if (m.qk_norm) a.other(2 * hd);
-      // MiniMax-M2 normalises q and k over all heads at once: q_norm of heads x
-      // head_dim, k_norm of kv heads x head_dim (vLLM 0.33 minimax_m2.py).
-      if (m.model_type == "minimax_m2") a.other(nh * hd + kv * hd);
-    } else if (layer.kind == LayerKind::recurrent && m.recurrent) {
-      const RecurrentSpec& r = *m.recurrent;
-      switch (r.kind) {
-        case RecurrentKind::mamba1: {
-          const std::uint64_t I = r.d_inner, dt_rank = ceil_div(H, 16);
-          a.dense(H, 2 * I);                      // in_proj
-          a.other(I, r.d_conv + 1);               // conv1d weight + bias
-          a.dense(I, dt_rank + 2 * r.d_state);    // x_proj
-          a.dense(dt_rank, I);                    // dt_proj
-          a.other(I, r.d_state + 2);              // A_log, D, dt bias
-          a.dense(I, H);                          // out_proj
-          break;
-        }
-        case RecurrentKind::mamba2: {
-          // Products bounded by validate_recurrent (model_config.cpp).
-          const std::uint64_t I = r.d_inner, conv_dim = I + 2 * r.n_groups * r.d_state;
-          a.dense(H, checked_add(checked_add(I, conv_dim, "mamba in_proj"), r.n_heads,
-                                 "mamba in_proj"));                    // in_proj
-          a.other(conv_dim, r.d_conv + 1);                             // conv1d
-          a.other(3 * r.n_heads + I);                                  // dt_bias, A_log, D, norm
-          a.dense(I, H);                                               // out_proj
-          break;
-        }
-        case RecurrentKind::gated_delta_net: {
-          const std::uint64_t key_dim = r.key_head_dim * r.num_key_heads;
-          const std::uint64_t value_dim = r.value_head_dim * r.num_value_heads;
-          a.dense(H, 2 * key_dim + 2 * value_dim);  // in_proj_qkvz
-          a.dense(H, 2 * r.num_value_heads);        // in_proj_ba
-          a.other(2 * key_dim + value_dim, r.d_conv);  // conv1d
-          a.other(2 * r.num_value_heads + r.value_head_dim);  // dt_bias, A_log, norm
-          a.dense(value_dim, H);                    // out_proj
-          break;
-        }
-        case RecurrentKind::short_conv:
-          a.dense(H, 3 * H);
-          a.other(H, r.d_conv);
-          a.dense(H, H);
-          break;
-        case RecurrentKind::lightning: {
-          // MiniMax lightning attention (vLLM minimax_linear_attn.py
-          // MiniMaxText01LinearAttention): qkv_proj H x 3 heads x head_dim,
-          // output_gate H x heads x head_dim, out_proj back to H, an RMSNorm over
-          // heads x head_dim. Products bounded by validate_recurrent.
-          const std::uint64_t inner = r.n_heads * r.head_dim;
-          a.dense(H, 3 * inner);  // qkv_proj
-          a.dense(H, inner);      // output_gate
-          a.dense(inner, H);      // out_proj
-          a.other(inner);         // norm
-          break;
-        }
-      }
-    }
-    // Feed-forward. Nemotron-H keeps MLPs in their own layers ('-' / 'E').
-    const bool has_mlp = nemotron_h ? layer.kind == LayerKind::none : !falcon_h1_mamba;
-    if (has_mlp) {
-      if (is_moe_layer(m, i)) {
-        const MoeSpec& moe = m.moe;
-        a.expert(moe.num_experts, mlp_mats * H, moe.moe_intermediate_size);
-        a.other(H, moe.num_experts);  // router
-        if (moe.shared_expert_intermediate_size > 0) {
-          a.dense(mlp_mats * H, moe.shared_expert_intermediate_size);
-          a.other(H);  // shared expert gate (Qwen2-MoE)
-        } else if (moe.num_shared_experts > 0) {
-          a.dense(moe.num_shared_experts, mlp_mats * H, moe.moe_intermediate_size);
-        }
-      } else if (m.intermediate_size > 0) {
-        a.dense(mlp_mats * H, m.intermediate_size);
-      }
-    }
+    // A parallel hybrid (Falcon-H1) lists each decoder layer as attention + its Mamba2
+    // entry: the norms and the MLP belong to the attention entry.
+    const bool parallel_state = m.traits.parallel_hybrid && layer.kind == LayerKind::recurrent;
+    // Norms: input + post-attention (and pre/post feed-forward: FamilyTraits::sandwich_norms).
+    if (!parallel_state) a.other(m.traits.sandwich_norms ? 4 * H : 2 * H);
+    if (layer.kind == LayerKind::mla && m.mla)
+      add_mla_params(a, m, layer);
+    else if (layer.is_attention() || layer.kind == LayerKind::shared_kv)
+      add_attention_params(a, m, layer);
+    else if (layer.kind == LayerKind::recurrent && m.recurrent)
+      add_recurrent_params(a, m);
+    // Feed-forward, in layers of their own where the family keeps them so (Nemotron-H).
+    const bool has_mlp = m.traits.mlp_layers ? layer.kind == LayerKind::none : !parallel_state;
+    if (has_mlp) add_mlp_params(a, m, i);
     g.per_layer.push_back(a.layer);
   }
   return g;
