@@ -214,7 +214,7 @@ FamilyTraits traits_of(const Family& family, std::string_view name) {
 
 VisionTower vision_tower(std::string_view vision_model_type) {
   // vision_config.model_type of the architectures vLLM 0.33 builds for the families in the
-  // catalog (model_config.cpp read_vision).
+  // catalog (config_vision.cpp read_vision).
   static const std::pair<std::string_view, VisionTower> towers[] = {
       {"siglip_vision_model", VisionTower::siglip},
       {"siglip", VisionTower::siglip},

@@ -6,13 +6,12 @@
 // every default it assumes is recorded in ModelSpec::notes.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 
+#include "config_reader.hpp"
 #include "families.hpp"
-#include "kvsight/ascii.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
@@ -21,107 +20,9 @@
 
 namespace kvsight {
 
+namespace hf_config {
+
 namespace {
-
-using json = nlohmann::json;
-
-// A value as error messages show it: scalars as written (strings cut to 40
-// characters), arrays and objects by their size only. Never dump() an untrusted
-// value: its text can be megabytes, and dump() recurses through its nesting.
-std::string describe(const json& v) {
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    return s.size() > 40 ? json(s.substr(0, 40)).dump() + "..." : json(s).dump();
-  }
-  if (v.is_array()) return "an array of " + std::to_string(v.size());
-  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
-  return v.dump();  // a number, bool or null: a few characters
-}
-
-// Reads fields from the decoder config (text_config when nested) and falls back
-// to the top level for fields multimodal wrappers keep there (torch_dtype,
-// quantization_config, tie_word_embeddings).
-class ConfigReader {
- public:
-  ConfigReader(const json& root, const json& text, std::string origin, bool nested)
-      : root_(root), text_(text), origin_(std::move(origin)), nested_(nested) {}
-
-  std::string path(const std::string& key) const { return nested_ ? "text_config." + key : key; }
-
-  const json* find(const std::string& key) const {
-    auto it = text_.find(key);
-    if (it != text_.end() && !it->is_null()) return &*it;
-    return nullptr;
-  }
-  const json* find_anywhere(const std::string& key) const {
-    if (const json* v = find(key)) return v;
-    auto it = root_.find(key);
-    if (it != root_.end() && !it->is_null()) return &*it;
-    return nullptr;
-  }
-  bool has(const std::string& key) const { return find(key) != nullptr; }
-
-  // A positive integer field; nullopt when absent.
-  std::optional<std::uint64_t> positive(const std::string& key, bool allow_zero = false) const {
-    const json* v = find(key);
-    if (!v) return std::nullopt;
-    return as_positive(*v, path(key), allow_zero);
-  }
-  std::uint64_t required_positive(std::initializer_list<const char*> keys) const {
-    for (const char* key : keys)
-      if (auto v = positive(key)) return *v;
-    std::string names;
-    for (const char* key : keys) names += (names.empty() ? "" : " / ") + path(key);
-    throw InputError(names, "missing from " + origin_ + "; a positive integer is required");
-  }
-  std::uint64_t as_positive(const json& v, const std::string& field, bool allow_zero = false) const {
-    if (v.is_number_unsigned()) {
-      const auto x = v.get<std::uint64_t>();
-      if (x == 0 && !allow_zero) throw InputError(field, "is 0; a positive integer is required");
-      return x;
-    }
-    if (v.is_number_integer()) {
-      throw InputError(field, "is " + describe(v) + "; a positive integer is required");
-    }
-    if (v.is_number_float()) {
-      const double d = v.get<double>();
-      if (std::isfinite(d) && d == std::floor(d) && d >= (allow_zero ? 0.0 : 1.0) && d < 1.8e19)
-        return static_cast<std::uint64_t>(d);
-      throw InputError(field, "is " + describe(v) + "; a positive integer is required");
-    }
-    throw InputError(field, "is " + describe(v) + " (" + v.type_name() + "); a positive integer is required");
-  }
-  std::uint32_t as_u32(std::uint64_t v, const std::string& field) const {
-    if (v > std::numeric_limits<std::uint32_t>::max())
-      throw InputError(field, "is " + std::to_string(v) + "; at most 4294967295 is allowed");
-    return static_cast<std::uint32_t>(v);
-  }
-  double number(const std::string& key, double fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_number()) throw InputError(path(key), "is " + describe(*v) + "; a number is required");
-    return v->get<double>();
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    const json* v = find(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) throw InputError(path(key), "is " + describe(*v) + "; true or false is required");
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key) const {
-    const json* v = find(key);
-    if (!v) return "";
-    if (!v->is_string()) throw InputError(path(key), "is " + describe(*v) + "; a string is required");
-    return v->get<std::string>();
-  }
-  const std::string& origin() const { return origin_; }
-
- private:
-  const json& root_;
-  const json& text_;
-  std::string origin_;
-  bool nested_;
-};
 
 // Allowed rope_scaling types (transformers modeling_rope_utils ROPE_INIT_FUNCTIONS,
 // plus "su" (old longrope name) and "mrope" (Qwen2-VL)).
@@ -191,115 +92,6 @@ std::string dtype_of(const ConfigReader& r, ModelSpec& spec) {
   }
   spec.notes.push_back("torch_dtype absent: assumed bfloat16");
   return "bf16";
-}
-
-// Bits per weight on quantized linears. Sources: formulas.md "Weights" (GPTQ/AWQ
-// int4 g128 4.156 = 4 + (16-bit scale + 4-bit zero) / 128; FP8 8.0; NVFP4 4.5;
-// MXFP4 4.25 = 4 + 8-bit shared exponent / 32).
-Quantization read_quantization(const ConfigReader& r) {
-  Quantization q;
-  const json* v = r.find_anywhere("quantization_config");
-  if (!v) return q;
-  if (!v->is_object())
-    throw InputError("quantization_config", "is " + describe(*v) + "; an object is required");
-  const json& c = *v;
-  auto str = [&](const char* key) -> std::string {
-    auto it = c.find(key);
-    return it != c.end() && it->is_string() ? it->get<std::string>() : "";
-  };
-  if (auto m = c.find("quant_method"); m != c.end() && !m->is_null() && !m->is_string())
-    throw InputError("quantization_config.quant_method",
-                     "is " + describe(*m) + "; a method name (string) is required");
-  q.method = str("quant_method");
-  if (q.method.empty() && c.contains("load_in_4bit")) q.method = "bitsandbytes";
-  q.method = ascii_lower(q.method);
-  // An integer from an allowed set; a string, fraction or other value is refused
-  // (never a fallback).
-  auto integer_in = [&](const json& obj, const char* key, const std::string& field,
-                        std::initializer_list<std::int64_t> allowed, std::int64_t fallback) -> std::int64_t {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return fallback;
-    std::string set;
-    for (auto a : allowed) set += (set.empty() ? "" : ", ") + std::to_string(a);
-    if (!it->is_number_integer() ||
-        std::find(allowed.begin(), allowed.end(), it->get<std::int64_t>()) == allowed.end())
-      throw InputError(field, "is " + describe(*it) + "; allowed: " + set);
-    return it->get<std::int64_t>();
-  };
-  // group_size: -1 (one group per output channel) or a positive integer.
-  auto group_of = [&](const json& obj, const char* key, const std::string& field,
-                      std::int64_t fallback) -> std::int64_t {
-    auto it = obj.find(key);
-    if (it == obj.end() || it->is_null()) return fallback;
-    if (!it->is_number_integer() || it->get<std::int64_t>() == 0 || it->get<std::int64_t>() < -1 ||
-        it->get<std::int64_t>() > 4294967295ll)
-      throw InputError(
-          field, "is " + describe(*it) + "; allowed: -1 (per channel) or a positive integer below 2^32");
-    return it->get<std::int64_t>();
-  };
-  if (q.method == "gptq" || q.method == "awq" || q.method == "gptq_marlin" || q.method == "awq_marlin" ||
-      q.method == "auto-round" || q.method == "autoround") {
-    // Bit widths vLLM accepts: GPTQ 2/3/4/8 (vllm quantization/gptq.py GPTQConfig),
-    // AWQ 4 only (awq.py AWQConfig); auto-round as GPTQ.
-    const bool awq = q.method.rfind("awq", 0) == 0;
-    const std::initializer_list<std::int64_t> gptq_bits = {2, 3, 4, 8}, awq_bits = {4};
-    const char* bits_key = c.contains("bits") || !c.contains("w_bit") ? "bits" : "w_bit";
-    const auto bits = static_cast<double>(integer_in(
-        c, bits_key, std::string("quantization_config.") + bits_key, awq ? awq_bits : gptq_bits, 4));
-    const char* group_key =
-        c.contains("group_size") || !c.contains("q_group_size") ? "group_size" : "q_group_size";
-    const std::int64_t group_raw =
-        group_of(c, group_key, std::string("quantization_config.") + group_key, 128);
-    const double group = group_raw > 0 ? static_cast<double>(group_raw) : 0.0;  // -1 = per-channel
-    q.group_size = static_cast<std::uint32_t>(group);
-    // fp16 scale + `bits`-bit zero point per group.
-    q.bits_per_weight = bits + (group > 0 ? (16.0 + bits) / group : 0.0);
-  } else if (q.method == "fp8" || q.method == "fbgemm_fp8") {
-    q.bits_per_weight = 8.0;
-  } else if (q.method == "mxfp4") {
-    q.bits_per_weight = 4.25;
-  } else if (q.method == "modelopt" || q.method == "nvfp4" || q.method == "modelopt_fp4") {
-    const std::string algo = str("quant_algo");
-    q.bits_per_weight = (algo.find("FP8") != std::string::npos) ? 8.0 : 4.5;
-  } else if (q.method == "bitsandbytes") {
-    // load_in_4bit must be a JSON bool: nlohmann's value() throws type_error on a string
-    // (fuzz finding 11, docs/reliability.md).
-    bool four = false;
-    if (auto f = c.find("load_in_4bit"); f != c.end() && !f->is_null()) {
-      if (!f->is_boolean())
-        throw InputError("quantization_config.load_in_4bit",
-                         "is " + describe(*f) + "; true or false is required");
-      four = f->get<bool>();
-    }
-    // NF4 with a fp32 absmax per 64 (4 + 32/64); int8 LLM.int8 ~8.
-    q.bits_per_weight = four ? 4.5 : 8.0;
-  } else if (q.method == "compressed-tensors" || q.method == "compressed_tensors") {
-    // Weight bits vLLM's compressed-tensors schemes take: 4 and 8
-    // (compressed_tensors_wNa16.py WNA16_SUPPORTED_BITS; w8a8 schemes 8).
-    double bits = 8.0, group = 0;
-    if (auto groups = c.find("config_groups"); groups != c.end() && groups->is_object()) {
-      for (const auto& [name, g] : groups->items()) {
-        if (auto w = g.find("weights"); w != g.end() && w->is_object()) {
-          const std::string field = "quantization_config.config_groups." + name.substr(0, 64) + ".weights";
-          bits = static_cast<double>(integer_in(*w, "num_bits", field + ".num_bits", {4, 8}, 8));
-          const std::int64_t gs = group_of(*w, "group_size", field + ".group_size", -1);
-          group = gs > 0 ? static_cast<double>(gs) : 0.0;
-        }
-        break;  // the first group describes the linears
-      }
-    }
-    q.group_size = group > 0 ? static_cast<std::uint32_t>(group) : 0;
-    q.bits_per_weight = bits + (group > 0 ? 16.0 / group : 0.0);
-  } else if (q.method == "bitnet") {
-    q.bits_per_weight = 1.58;
-  } else if (!q.method.empty()) {
-    throw InputError(
-        "quantization_config.quant_method",
-        "unknown method '" + q.method +
-            "'; allowed: gptq, awq, fp8, mxfp4, modelopt (nvfp4), bitsandbytes, compressed-tensors, "
-            "bitnet (override the weights with --weights-gib)");
-  }
-  return q;
 }
 
 RopeScaling read_rope_scaling(const ConfigReader& r, double& rope_theta) {
@@ -691,218 +483,6 @@ void read_indexer(const ConfigReader& r, ModelSpec& spec) {
                        " MLA layers");
 }
 
-// Parameters of the vision encoder and projector of a multimodal config, from
-// vision_config shapes, for the architectures vLLM 0.33 builds for the families
-// in the catalog (docs/reference/model-inputs.md "Vision towers" derives each):
-//   SigLIP (Gemma 3)      siglip.py + gemma3_mm.py Gemma3MultiModalProjector
-//   Pixtral (Mistral 3)   pixtral.py PixtralHFVisionModel + mistral3.py projector
-//   Llama 4               mllama4.py Llama4VisionModel + Llama4MultiModalProjector
-//   Qwen3-VL / Qwen3.5    qwen3_vl.py Qwen3_VisionTransformer
-//   Qwen2.5-VL            qwen2_5_vl.py Qwen2_5_VisionTransformer
-// Another vision model_type is named in a note and not counted.
-// A parameter count whose every + and x is overflow checked (an absurd
-// vision_config is refused naming it, never wrapped).
-struct ParamCount {
-  std::uint64_t n = 0;
-};
-ParamCount operator+(ParamCount a, ParamCount b) {
-  return {checked_add(a.n, b.n, "vision_config parameters")};
-}
-ParamCount operator*(ParamCount a, ParamCount b) {
-  return {checked_mul(a.n, b.n, "vision_config parameters")};
-}
-ParamCount operator+(ParamCount a, std::uint64_t b) { return a + ParamCount{b}; }
-ParamCount operator*(std::uint64_t a, ParamCount b) { return ParamCount{a} * b; }
-ParamCount operator/(ParamCount a, ParamCount b) { return {a.n / b.n}; }
-ParamCount& operator+=(ParamCount& a, ParamCount b) { return a = a + b; }
-
-// The sizes of a vision_config: positive integers up to 2^20 (real ones are a few
-// thousand); the sums and products are overflow checked besides (ParamCount). A field the
-// count needs but the config lacks leaves the tower uncounted, said in a note (the KV plan
-// does not depend on it); a wrong value is an error.
-class VisionConfig {
- public:
-  VisionConfig(const json& root, const json& vision)
-      : root_(root), reader_(root, vision, "vision_config", false) {}
-
-  ParamCount size(const char* key, std::optional<std::uint64_t> fallback = std::nullopt) {
-    const json* value = reader_.find(key);
-    if (!value) {
-      if (fallback) return ParamCount{*fallback};
-      if (missing_.empty()) missing_ = field(key);
-      return ParamCount{1};
-    }
-    const std::uint64_t x = reader_.as_positive(*value, field(key));
-    if (x > (1u << 20))
-      throw InputError(field(key), "is " + std::to_string(x) + "; at most 1048576 is allowed");
-    return ParamCount{x};
-  }
-  // A size the multimodal config keeps at its top level (the projector's).
-  ParamCount root_size(const char* key, std::uint64_t fallback) const {
-    auto r = root_.find(key);
-    if (r == root_.end() || r->is_null()) return ParamCount{fallback};
-    const std::uint64_t x = reader_.as_positive(*r, key);
-    if (x > (1u << 20)) throw InputError(key, "is " + std::to_string(x) + "; at most 1048576 is allowed");
-    return ParamCount{x};
-  }
-  bool root_bool(const char* key, bool fallback) const {
-    auto r = root_.find(key);
-    if (r == root_.end() || r->is_null()) return fallback;
-    if (!r->is_boolean()) throw InputError(key, "is " + describe(*r) + "; true or false is required");
-    return r->get<bool>();
-  }
-  bool boolean(const char* key, bool fallback) const { return reader_.boolean(key, fallback); }
-  const json* find(const char* key) const { return reader_.find(key); }
-  static std::string field(const char* key) { return std::string("vision_config.") + key; }
-  // The first field a count needed and did not find; "" when none.
-  const std::string& missing() const { return missing_; }
-
- private:
-  const json& root_;
-  const ConfigReader reader_;
-  std::string missing_;
-};
-
-// Each tower's count (docs/reference/model-inputs.md "Vision towers"); H is the text
-// decoder's hidden size, `what` names the tower in notes.
-ParamCount siglip_params(VisionConfig& c, ParamCount H, families::Projector projector, std::string& what) {
-  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
-                   L = c.size("num_hidden_layers");
-  const ParamCount p = c.size("patch_size"), img = c.size("image_size"), ch = c.size("num_channels", 3);
-  const ParamCount side = img / p;
-  // Patch conv (weight + bias), one position per patch; per layer q, k, v, out
-  // (weights + biases), fc1 / fc2 (+ biases), two LayerNorms; post LayerNorm.
-  ParamCount params = ch * p * p * h + h + side * side * h + L * (4 * h * h + 2 * h * i + 9 * h + i) + 2 * h;
-  // The attention-pooling head unless vision_use_head is false (siglip.py).
-  if (c.boolean("vision_use_head", true)) params += h + 4 * h * h + 4 * h + 2 * h + 2 * h * i + i + h;
-  // Gemma 3: mm_input_projection_weight (h x H) and mm_soft_emb_norm (h).
-  if (projector == families::Projector::gemma3) params += h * H + h;
-  what = "SigLIP, " + std::to_string(L.n) + " layers";
-  return params;
-}
-
-ParamCount pixtral_params(VisionConfig& c, ParamCount H, families::Projector projector, std::string& what) {
-  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
-                   L = c.size("num_hidden_layers");
-  const ParamCount p = c.size("patch_size"), ch = c.size("num_channels", 3);
-  // patch_conv (no bias), ln_pre; per layer two RMSNorms, q k v o (no bias), gated MLP.
-  ParamCount params = ch * p * p * h + h + L * (4 * h * h + 3 * h * i + 2 * h);
-  if (projector == families::Projector::mistral3) {
-    // Mistral3MultiModalProjector: RMSNorm, patch merger (s^2 h -> h), linear_1 h -> H,
-    // linear_2 H -> H, biases when multimodal_projector_bias.
-    const ParamCount sm = c.root_size("spatial_merge_size", 2);
-    params += h + sm * sm * h * h + h * H + H * H;
-    if (c.root_bool("multimodal_projector_bias", false)) params += 2 * H;
-  }
-  what = "Pixtral, " + std::to_string(L.n) + " layers";
-  return params;
-}
-
-ParamCount llama4_vision_params(VisionConfig& c, ParamCount H, std::string& what) {
-  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"),
-                   L = c.size("num_hidden_layers");
-  const ParamCount p = c.size("patch_size"), img = c.size("image_size"), ch = c.size("num_channels", 3);
-  const ParamCount pin = c.size("projector_input_dim"), pout = c.size("projector_output_dim");
-  const ParamCount vout = c.size("vision_output_dim");
-  const ParamCount side = img / p;
-  // Unfold-conv linear (no bias), class embedding, (side^2 + 1) positions, pre / post
-  // LayerNorms; per layer q k v o with biases, fc1 / fc2 with biases, two LayerNorms.
-  ParamCount params =
-      ch * p * p * h + h + (side * side + 1) * h + 4 * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
-  // vision_adapter (pixel-shuffle MLP): fc1 intermediate_size -> projector_input_dim,
-  // fc2 -> projector_output_dim, biases when multi_modal_projector_bias.
-  params += i * pin + pin * pout;
-  if (c.boolean("multi_modal_projector_bias", false)) params += pin + pout;
-  // Llama4MultiModalProjector: linear_1 vision_output_dim -> H, no bias.
-  params += vout * H;
-  what = "Llama 4 vision, " + std::to_string(L.n) + " layers";
-  return params;
-}
-
-ParamCount qwen3_vl_params(VisionConfig& c, std::string& what) {
-  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"), L = c.size("depth");
-  const ParamCount p = c.size("patch_size"), t = c.size("temporal_patch_size", 2),
-                   ch = c.size("in_channels", 3);
-  const ParamCount npos = c.size("num_position_embeddings"), sm = c.size("spatial_merge_size", 2);
-  const ParamCount out = c.size("out_hidden_size");
-  ParamCount deepstack;
-  if (const json* d = c.find("deepstack_visual_indexes")) {
-    if (!d->is_array())
-      throw InputError(VisionConfig::field("deepstack_visual_indexes"),
-                       "is " + describe(*d) + "; a list is required");
-    deepstack = ParamCount{d->size()};
-  }
-  const ParamCount m = sm * sm * h;  // merged patch width
-  // Conv3d patch embed (+ bias), position table; per block two LayerNorms, qkv and
-  // proj with biases, fc1 / fc2 with biases; merger LayerNorm(h), fc1 m -> m, fc2 m ->
-  // out (biases); each deepstack merger the same with LayerNorm(m).
-  ParamCount params = ch * t * p * p * h + h + npos * h + L * (4 * h * h + 2 * h * i + 9 * h + i);
-  const ParamCount merger_linears = m * m + m + m * out + out;
-  params += 2 * h + merger_linears + deepstack * (2 * m + merger_linears);
-  what = "Qwen3-VL vision, " + std::to_string(L.n) + " blocks";
-  return params;
-}
-
-ParamCount qwen2_5_vl_params(VisionConfig& c, std::string& what) {
-  const ParamCount h = c.size("hidden_size"), i = c.size("intermediate_size"), L = c.size("depth");
-  const ParamCount p = c.size("patch_size"), t = c.size("temporal_patch_size", 2);
-  const ParamCount ch = c.size("in_chans", c.size("in_channels", 3).n), sm = c.size("spatial_merge_size", 2);
-  const ParamCount out = c.size("out_hidden_size");
-  const ParamCount m = sm * sm * h;
-  // Conv3d patch embed (no bias); per block two RMSNorms, qkv and proj with biases,
-  // gated MLP with biases; merger RMSNorm(h), fc1 m -> m, fc2 m -> out (biases).
-  ParamCount params =
-      ch * t * p * p * h + L * (4 * h * h + 3 * h * i + 7 * h + 2 * i) + h + m * m + m + m * out + out;
-  what = "Qwen2.5-VL vision, " + std::to_string(L.n) + " blocks";
-  return params;
-}
-
-void read_vision(const json& root, ModelSpec& spec) {
-  auto it = root.find("vision_config");
-  if (it == root.end() || it->is_null()) return;
-  const json& v = *it;
-  if (!v.is_object()) throw InputError("vision_config", "is " + describe(v) + "; an object is required");
-  VisionConfig c(root, v);
-  std::string type;
-  if (auto t = v.find("model_type"); t != v.end() && t->is_string()) type = t->get<std::string>();
-  std::string root_type;
-  if (auto t = root.find("model_type"); t != root.end() && t->is_string()) root_type = t->get<std::string>();
-  const families::Projector projector = families::hf_family(root_type).projector;
-  const ParamCount H{spec.hidden_size};  // the text decoder's hidden size
-  ParamCount params;
-  std::string what;
-  switch (families::vision_tower(type)) {
-    case families::VisionTower::siglip:
-      params = siglip_params(c, H, projector, what);
-      break;
-    case families::VisionTower::pixtral:
-      params = pixtral_params(c, H, projector, what);
-      break;
-    case families::VisionTower::llama4:
-      params = llama4_vision_params(c, H, what);
-      break;
-    case families::VisionTower::qwen3_vl:
-      params = qwen3_vl_params(c, what);
-      break;
-    case families::VisionTower::qwen2_5_vl:
-      params = qwen2_5_vl_params(c, what);
-      break;
-    case families::VisionTower::unknown:
-      spec.notes.push_back("vision_config (model_type '" + type.substr(0, 40) +
-                           "') is not counted in the weights estimate: its architecture is not modelled");
-      return;
-  }
-  if (!c.missing().empty()) {
-    spec.notes.push_back("vision tower (" + type.substr(0, 40) + ") not counted in the weights estimate: " +
-                         c.missing() + " is missing from the config");
-    return;
-  }
-  spec.vision_params = params.n;
-  spec.vision_tower = what;
-  spec.notes.push_back("vision tower counted from vision_config: " + what + ", " + std::to_string(params.n) +
-                       " parameters (encoder + projector)");
-}
-
 // RoPE per layer. no_rope_layers (SmolLM3, Llama 4): 1 = RoPE, 0 = NoPE
 // (transformers smollm3/llama4 configuration docstrings). The seed record that
 // reads it the other way round is wrong.
@@ -1238,9 +818,9 @@ void read_state_layers(const ConfigReader& r, const families::Family& family, Pa
   if (spec.count(LayerKind::recurrent) == 0) spec.recurrent.reset();
 }
 
-}  // namespace
-
-ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
+// parse_hf_config: the config's steps in order (each reads its fields; an error names the
+// first field that is wrong).
+ModelSpec read_config(std::string_view json_text, const std::string& origin) {
   const json root = parse_config_object(json_text, origin);
   bool nested = false;
   const json* text = &root;
@@ -1299,6 +879,14 @@ ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin)
     throw InputError(origin, "has no attention or recurrent layers");
   read_vision(root, spec);
   return spec;
+}
+
+}  // namespace
+
+}  // namespace hf_config
+
+ModelSpec parse_hf_config(std::string_view json_text, const std::string& origin) {
+  return hf_config::read_config(json_text, origin);
 }
 
 }  // namespace kvsight

@@ -20,7 +20,7 @@ struct ParamGroups {
   std::uint64_t dense_linear = 0;   // attention, dense MLP, shared experts, recurrent projections
   std::uint64_t expert_linear = 0;  // routed experts
   std::uint64_t other = 0;          // norms, biases, routers, convs, small vectors
-  std::uint64_t vision = 0;         // vision encoder + projector (model_config.cpp read_vision)
+  std::uint64_t vision = 0;         // vision encoder + projector (config_vision.cpp read_vision)
   std::vector<std::uint64_t> per_layer;  // all parameters of each decoder layer
   std::uint64_t total() const {
     return checked_add(embedding + dense_linear + expert_linear + other, vision, "parameters");
