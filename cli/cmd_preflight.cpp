@@ -50,8 +50,6 @@ Plot decode_plot(const app::PreflightOutcome& o) {
 
 void run(const PreflightArgs& args, CliState& state) {
   check_engine_spellings(state, args.options.engine);
-  if (state.format() == Format::csv)
-    throw InputError("--format", "'csv' is not a preflight format; allowed: table, json, markdown");
   if (args.quick && args.full) throw InputError("--full", "give --quick or --full, not both");
   if (args.fail_on != "warn" && args.fail_on != "fail")
     throw InputError("--fail-on", "'" + args.fail_on + "' is not allowed; allowed: warn, fail");

@@ -2,6 +2,8 @@
 // engine, bandwidth and capacity as labelled figures; the probe kernels and the decode per
 // token as tables. The JSON is the versioned report (preflight_json, kvsight.preflight/1),
 // whose keys scripts read; the renderers (cli/figure_output.cpp) draw the rest.
+#include <tuple>
+
 #include "kvsight/app/preflight.hpp"
 #include "kvsight/number_text.hpp"
 
@@ -102,35 +104,107 @@ FigureSection capacity_figures(const PreflightOutcome& o) {
   return s;
 }
 
+// Tables: the readable cells, and under CSV keys the raw numbers of the one-table CSV
+// (issue #23 item 5: `preflight --format csv` was refused), each row naming its table.
+nlohmann::json measured_or_null(bool measured, double value) { return measured ? nlohmann::json(value) : nullptr; }
+nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nullptr; }
+
 FigureTable probes_table(const PreflightOutcome& o) {
   FigureTable t;
   t.title = "Probe kernels at the model's shape on " + o.facts.survey.backend;
-  t.columns = {{"context", "", true}, {"path", ""},          {"kernel", ""},
-               {"us/call", "", true}, {"GB/s", "", true},    {"splits", "", true},
-               {"noise", "", true},   {"samples", "", true}, {"reference", ""}};
-  const auto text = [](std::string s) { return FigureCell{std::move(s), nullptr}; };
+  t.columns = {{"", "table"},
+               {"context", "context", true},
+               {"path", "path"},
+               {"kernel", "kernel"},
+               {"us/call", "time_us", true},
+               {"GB/s", "gbps", true},
+               {"splits", "splits", true},
+               {"noise", "noise", true},
+               {"", "converged"},
+               {"samples", "samples", true},
+               {"reference", "reference_ok"}};
   for (const ProbeFacts& p : o.facts.probes)
     t.rows.push_back(
-        {text(commas_text(p.context)), text(p.kernel), text(p.probe_kernel),
-         text(p.measured ? fixed_text(p.time_us, 1) : "-"), text(p.measured ? fixed_text(p.gbps, 1) : "-"),
-         text(std::to_string(p.splits)),
-         text(p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-"),
-         text(std::to_string(p.samples)), text(p.reference_ok ? "ok" : "FAILED")});
+        {{"", "probe"},
+         {commas_text(p.context), p.context},
+         {p.kernel, p.kernel},
+         {p.probe_kernel, p.probe_kernel},
+         {p.measured ? fixed_text(p.time_us, 1) : "-", measured_or_null(p.measured, p.time_us)},
+         {p.measured ? fixed_text(p.gbps, 1) : "-", measured_or_null(p.measured, p.gbps)},
+         {std::to_string(p.splits), p.splits},
+         {p.measured ? fixed_text(p.noise * 100, 2) + "%" + (p.converged ? "" : " (!)") : "-",
+          measured_or_null(p.measured, p.noise)},
+         {"", p.converged},
+         {std::to_string(p.samples), p.samples},
+         {p.reference_ok ? "ok" : "FAILED", p.reference_ok}});
   return t;
 }
 
 FigureTable decode_table(const PreflightOutcome& o) {
   FigureTable t;
   t.title = "Decode per token, calibrated on this node (ms/token)";
-  for (const char* label : {"context", "engine path", "measured", "split-KV", "measured", "tok/s (engine)"})
-    t.columns.push_back({label, "", true});
-  const auto text = [](std::string s) { return FigureCell{std::move(s), nullptr}; };
-  const auto ms = [&](const std::optional<double>& v) { return text(v ? fixed_text(*v, 2) : ""); };
+  t.columns = {{"", "table"},
+               {"context", "context", true},
+               {"engine path", "engine_path_ms", true},
+               {"measured", "measured_engine_path_ms", true},
+               {"split-KV", "split_ms", true},
+               {"measured", "measured_split_ms", true},
+               {"tok/s (engine)", "engine_path_tok_s", true}};
+  const auto ms = [](const std::optional<double>& v) { return FigureCell{v ? fixed_text(*v, 2) : "", optional_json(v)}; };
   for (const DecodeFacts& d : o.facts.decode)
-    t.rows.push_back({text(commas_text(d.context)), text(fixed_text(d.engine_path.ms_per_token, 2)),
-                      ms(d.measured_engine_ms), text(fixed_text(d.split.ms_per_token, 2)),
-                      ms(d.measured_split_ms), text(fixed_text(d.engine_path.tok_s, 2))});
+    t.rows.push_back({{"", "decode"},
+                      {commas_text(d.context), d.context},
+                      {fixed_text(d.engine_path.ms_per_token, 2), d.engine_path.ms_per_token},
+                      ms(d.measured_engine_ms),
+                      {fixed_text(d.split.ms_per_token, 2), d.split.ms_per_token},
+                      ms(d.measured_split_ms),
+                      {fixed_text(d.engine_path.tok_s, 2), d.engine_path.tok_s}});
   return t;
+}
+
+// The CSV's own rows before the tables: the verdict and its reasons, each device's memory,
+// the bandwidth and both capacities, raw (bytes, bytes per second, sequences).
+FigureSection csv_figures(const PreflightOutcome& o, int exit_code) {
+  const PreflightFacts& f = o.facts;
+  FigureSection s{"", {}};
+  s.figures.push_back(csv_figure("verdict.verdict", o.verdict));
+  s.figures.push_back(csv_figure("verdict.exit_code", exit_code));
+  for (const PreflightReason& r : o.reasons) s.figures.push_back(csv_figure("reason." + r.code, r.severity, r.message));
+  for (const probes::DeviceRecord& d : f.survey.devices) {
+    const std::string at = "device." + std::to_string(d.index) + ".";
+    s.figures.push_back(csv_figure(at + "name", d.name, d.arch));
+    for (auto& [key, bytes] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"memory_total_bytes", d.memory_total_bytes},
+             {"memory_free_bytes", d.memory_free_bytes},
+             {"memory_used_by_others_bytes",
+              d.memory_used_by_others_bytes ? nlohmann::json(*d.memory_used_by_others_bytes) : nullptr}}) {
+      Figure figure = csv_figure(at + key, bytes);
+      figure.unit = "B";
+      s.figures.push_back(figure);
+    }
+  }
+  if (f.bandwidth) {
+    Figure measured = csv_figure("bandwidth.measured_bytes_per_s", f.bandwidth->measured_bytes_per_s,
+                                 f.bandwidth->converged ? "" : "not converged");
+    measured.unit = "B/s";
+    s.figures.push_back(measured);
+  }
+  const auto capacity = [&](const std::string& name, const std::optional<CapacityFacts>& c) {
+    if (!c) return;
+    for (auto& [key, value, unit] : std::vector<std::tuple<std::string, nlohmann::json, std::string>>{
+             {"gpu_memory_bytes", c->gpu_memory_bytes, "B"},
+             {"available_kv_bytes", c->capacity.available_kv_bytes, "B"},
+             {"max_concurrency", c->capacity.max_concurrency, "sequences"},
+             {"largest_max_model_len", c->capacity.largest_max_model_len, "tokens"},
+             {"fits", c->capacity.fits, ""}}) {
+      Figure figure = csv_figure("capacity." + name + "." + key, value);
+      figure.unit = unit;
+      s.figures.push_back(figure);
+    }
+  };
+  capacity("free_now", f.free_now);
+  capacity("catalog_total", f.catalog_total);
+  return s;
 }
 
 }  // namespace
@@ -145,7 +219,16 @@ FigureDoc preflight_figures(const PreflightOutcome& o, int exit_code) {
               o.facts.survey.backend + " backend): " + o.verdict;
   doc.sections = {node_figures(o),     verdict_figures(o),
                   model_figures(o),    bandwidth_figures(o),
-                  capacity_figures(o), json_object_section(preflight_json(o, exit_code))};
+                  capacity_figures(o), json_object_section(preflight_json(o, exit_code)),
+                  csv_figures(o, exit_code)};
+  // CSV: one table, raw numbers in the shortest text that reads back; the figures' rows
+  // (table, key, value, unit, note), then the probe and decode rows under their columns.
+  doc.csv_one_table = true;
+  doc.csv_round_trip = true;
+  doc.csv_header = {"table",   "key",         "value",     "unit",    "note",           "context",
+                    "path",    "kernel",      "time_us",   "gbps",    "splits",         "noise",
+                    "converged", "samples",   "reference_ok", "engine_path_ms", "measured_engine_path_ms",
+                    "split_ms", "measured_split_ms", "engine_path_tok_s"};
   for (const std::string& note : o.notes) doc.footer.push_back("note: " + note);
   doc.footer.push_back("calibration: " + o.calibration_source);
   if (!o.facts.probes.empty()) doc.tables.push_back(probes_table(o));
