@@ -275,5 +275,37 @@ TEST(PreflightVerdict, JsonCarriesTheFixedSchemaKeys) {
   }
 }
 
+// Issue #23 item 3: one line per class of reason, the verdict first. Three of five measured
+// figures noisy at 12 %, 78 % and 40 % (relative noise) give one WARN line "3 of 5 ... 12-78 %";
+// the FAIL keeps its own message; JSON keeps every reason.
+TEST(PreflightFigures, OneLinePerReasonClassAndTheVerdictFirst) {
+  PreflightOutcome o;
+  o.verdict = "FAIL";
+  o.facts.bandwidth = BandwidthFacts{};
+  o.facts.bandwidth->noise = 0.12;
+  for (int i = 0; i < 4; ++i) {  // 4 measured probe points + the bandwidth = 5 measurements
+    ProbeFacts p;
+    p.measured = true;
+    p.reference_ok = true;
+    o.facts.probes.push_back(p);
+  }
+  o.reasons.push_back({"model_does_not_fit", "FAIL", "one sequence does not fit", nlohmann::json::object()});
+  for (double noise : {0.12, 0.78, 0.40})
+    o.reasons.push_back({"measurement_not_converged", "WARN", "noisy", {{"noise", noise}}});
+  const FigureDoc doc = preflight_figures(o, 1);
+  ASSERT_FALSE(doc.sections.empty());
+  const FigureSection& verdict = doc.sections.front();
+  EXPECT_EQ(verdict.title, "Verdict: FAIL");
+  ASSERT_EQ(verdict.figures.size(), 2u);
+  EXPECT_EQ(verdict.figures[0].label, "FAIL");
+  EXPECT_EQ(verdict.figures[0].note, "one sequence does not fit");
+  EXPECT_EQ(verdict.figures[1].label, "WARN");
+  EXPECT_EQ(verdict.figures[1].text, "measurement_not_converged");
+  EXPECT_EQ(verdict.figures[1].note,
+            "3 of 5 measurements noisy, 12-78 % relative noise: a busy host? rerun when it is idle "
+            "(--format json lists each)");
+  EXPECT_EQ(preflight_json(o, 1)["reasons"].size(), 4u);
+}
+
 }  // namespace
 }  // namespace kvsight::app

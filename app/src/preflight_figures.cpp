@@ -2,6 +2,7 @@
 // engine, bandwidth and capacity as labelled figures; the probe kernels and the decode per
 // token as tables. The JSON is the versioned report (preflight_json, kvsight.preflight/1),
 // whose keys scripts read; the renderers (cli/figure_output.cpp) draw the rest.
+#include <algorithm>
 #include <tuple>
 
 #include "kvsight/app/preflight.hpp"
@@ -45,10 +46,39 @@ FigureSection node_figures(const PreflightOutcome& o) {
   return s;
 }
 
+// One line per class of reason (issue #23 item 3: 6 or 16 "measurement_not_converged" lines
+// buried the one FAIL): a class seen once keeps its message; a repeated one says how many and,
+// for noisy measurements, the range of their noise and what to do. JSON lists every reason.
+std::string repeated_reason_note(const PreflightOutcome& o, const std::vector<const PreflightReason*>& same) {
+  if (same.front()->code != "measurement_not_converged")
+    return same.front()->message + " (and " + std::to_string(same.size() - 1) + " more: --format json lists each)";
+  double low = 0, high = 0;
+  for (const PreflightReason* r : same) {
+    const double noise = r->figures.is_object() && r->figures.contains("noise") && r->figures["noise"].is_number()
+                             ? r->figures["noise"].get<double>()
+                             : 0.0;
+    low = r == same.front() ? noise : std::min(low, noise);
+    high = r == same.front() ? noise : std::max(high, noise);
+  }
+  std::size_t measured = o.facts.bandwidth ? 1 : 0;
+  for (const ProbeFacts& p : o.facts.probes) measured += p.measured ? 1 : 0;
+  return std::to_string(same.size()) + " of " + std::to_string(measured) + " measurements noisy, " +
+         fixed_text(low * 100, 0) + "-" + fixed_text(high * 100, 0) +
+         " % relative noise: a busy host? rerun when it is idle (--format json lists each)";
+}
+
 FigureSection verdict_figures(const PreflightOutcome& o) {
   FigureSection s{"Verdict: " + o.verdict, {}};
   if (o.reasons.empty()) s.figures.push_back(shown("PASS", "no reason to hold back", ""));
-  for (const PreflightReason& r : o.reasons) s.figures.push_back(shown(r.severity, r.code, r.message));
+  std::vector<std::string> done;
+  for (const PreflightReason& r : o.reasons) {
+    if (std::find(done.begin(), done.end(), r.severity + r.code) != done.end()) continue;
+    done.push_back(r.severity + r.code);
+    std::vector<const PreflightReason*> same;
+    for (const PreflightReason& other : o.reasons)
+      if (other.code == r.code && other.severity == r.severity) same.push_back(&other);
+    s.figures.push_back(shown(r.severity, r.code, same.size() == 1 ? r.message : repeated_reason_note(o, same)));
+  }
   return s;
 }
 
@@ -217,7 +247,8 @@ FigureDoc preflight_figures(const PreflightOutcome& o, int exit_code) {
                   ": running on the cpu backend; every device figure is the CPU's."};
   doc.title = "kvsight preflight: " + o.model.id + " on " + o.host + " (" + o.mode + ", " +
               o.facts.survey.backend + " backend): " + o.verdict;
-  doc.sections = {node_figures(o),     verdict_figures(o),
+  // The verdict and its reasons first, then what they were judged on.
+  doc.sections = {verdict_figures(o),  node_figures(o),
                   model_figures(o),    bandwidth_figures(o),
                   capacity_figures(o), json_object_section(preflight_json(o, exit_code)),
                   csv_figures(o, exit_code)};
