@@ -15,7 +15,9 @@ TEST(LogLine, PrintsTheValuesInOrderAndReadsThemBackByName) {
   const LogLine line{"Maximum concurrency for {N,:length} tokens per request: {X:concurrency}x"};
   const std::string printed = line.print({"32,768", "2.22"});
   EXPECT_EQ(printed, "Maximum concurrency for 32,768 tokens per request: 2.22x");
-  const auto m = line.read("INFO 08-20 [kv_cache_utils.py:1] " + printed);
+  // A match views the line it read (LogMatch): the line must outlive it.
+  const std::string logged = "INFO 08-20 [kv_cache_utils.py:1] " + printed;
+  const auto m = line.read(logged);
   ASSERT_TRUE(m);
   EXPECT_EQ(m->count("length"), 32768u);  // commas skipped
   EXPECT_DOUBLE_EQ(m->number("concurrency"), 2.22);

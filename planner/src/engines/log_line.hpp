@@ -68,7 +68,8 @@ struct LogForm {
   std::string leading_text;                  // the literal text the read starts with
 };
 
-// The fields of one line that matched a LogLine.
+// The fields of one line that matched a LogLine. It views that line (string_views into it):
+// keep the line alive while the match is used (ASan caught a test reading a temporary's).
 class LogMatch {
  public:
   LogMatch(std::string_view line, const LogForm& form, std::vector<std::optional<std::string_view>> fields)
