@@ -149,6 +149,9 @@ FileIdentity identity_of(const std::string& path) {
 }  // namespace
 
 void check_distinct_files(const std::vector<Artefact>& artefacts, const std::vector<InputPath>& inputs) {
+  std::vector<std::pair<const InputPath*, FileIdentity>> existing_inputs;  // an input that is no file: skipped
+  for (const InputPath& input : inputs)
+    if (FileIdentity id = identity_of(input.path); id.exists) existing_inputs.emplace_back(&input, id);
   std::vector<std::pair<const Artefact*, FileIdentity>> outputs;
   for (const Artefact& a : artefacts) {
     if (a.path.empty()) continue;  // stdout
@@ -157,12 +160,10 @@ void check_distinct_files(const std::vector<Artefact>& artefacts, const std::vec
       if (other_id == id)
         throw InputError(a.flag, "'" + a.path + "' is the same file as " + other->flag + " '" + other->path +
                                      "'; allowed: a different file for each output");
-    for (const InputPath& input : inputs) {
-      const FileIdentity input_id = identity_of(input.path);
-      if (input_id.exists && input_id == id)
-        throw InputError(a.flag, "'" + a.path + "' is the input file of " + input.flag + " '" + input.path +
+    for (const auto& [input, input_id] : existing_inputs)
+      if (input_id == id)
+        throw InputError(a.flag, "'" + a.path + "' is the input file of " + input->flag + " '" + input->path +
                                      "'; writing it would replace the input; allowed: another file");
-    }
     outputs.emplace_back(&a, id);
   }
 }

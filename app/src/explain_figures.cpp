@@ -19,8 +19,6 @@ std::string term_text(const std::optional<double>& v, const std::string& unit) {
   return fixed_text(*v, 2);
 }
 
-nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-
 std::string difference_text(const ExplainTerm& t) {
   if (!t.difference()) return "-";
   std::string diff =
@@ -44,11 +42,11 @@ FigureDoc explain_figures(const ExplainRequest& request, const ExplainOutcome& o
     terms.push_back({{"name", t.name},
                      {"replay", t.replay},
                      {"unit", t.unit},
-                     {"logged", optional_json(t.logged)},
+                     {"logged", value_or_null(t.logged)},
                      {"logged_implied", t.implied},
-                     {"kvsight", optional_json(t.kvsight)},
-                     {"difference", optional_json(t.difference())},
-                     {"relative", optional_json(t.relative())},
+                     {"kvsight", value_or_null(t.kvsight)},
+                     {"difference", value_or_null(t.difference())},
+                     {"relative", value_or_null(t.relative())},
                      {"rule", t.rule}});
     std::vector<std::string> cells{t.name + (t.unit.empty() ? "" : " [" + t.unit + "]"), t.replay,
                                    term_text(t.logged, t.unit) + (t.implied && t.logged ? " (implied)" : ""),

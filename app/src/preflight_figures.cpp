@@ -137,7 +137,6 @@ FigureSection capacity_figures(const PreflightOutcome& o) {
 // Tables: the readable cells, and under CSV keys the raw numbers of the one-table CSV
 // (issue #23 item 5: `preflight --format csv` was refused), each row naming its table.
 nlohmann::json measured_or_null(bool measured, double value) { return measured ? nlohmann::json(value) : nullptr; }
-nlohmann::json optional_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nullptr; }
 
 FigureTable probes_table(const PreflightOutcome& o) {
   FigureTable t;
@@ -185,7 +184,7 @@ FigureTable decode_table(const PreflightOutcome& o) {
                {split_is_engine_path ? "" : "split-KV predicted", "split_ms", true},
                {split_is_engine_path ? "" : "split-KV measured", "measured_split_ms", true},
                {"tok/s (engine)", "engine_path_tok_s", true}};
-  const auto ms = [](const std::optional<double>& v) { return FigureCell{v ? fixed_text(*v, 2) : "", optional_json(v)}; };
+  const auto ms = [](const std::optional<double>& v) { return FigureCell{v ? fixed_text(*v, 2) : "", value_or_null(v)}; };
   for (const DecodeFacts& d : o.facts.decode)
     t.rows.push_back({{"", "decode"},
                       {commas_text(d.context), d.context},

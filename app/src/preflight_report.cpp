@@ -50,10 +50,8 @@ nlohmann::json preflight_json(const PreflightOutcome& o, int exit_code) {
                  {"max_model_len", f.max_model_len},
                  {"kernel", f.kernel},
                  {"splits_context", f.splits_context}};
-  j["requested"] = {{"concurrency", f.requested_concurrency ? nlohmann::json(*f.requested_concurrency)
-                                                            : nlohmann::json(nullptr)},
-                    {"context", o.options.max_model_len ? nlohmann::json(*o.options.max_model_len)
-                                                        : nlohmann::json(nullptr)}};
+  j["requested"] = {{"concurrency", value_or_null(f.requested_concurrency)},
+                    {"context", value_or_null(o.options.max_model_len)}};
   j["verdict"] = o.verdict;
   j["exit_code"] = exit_code;
   nlohmann::json reasons = nlohmann::json::array();
@@ -95,7 +93,7 @@ nlohmann::json preflight_json(const PreflightOutcome& o, int exit_code) {
     j["bandwidth"] = {
         {"measured_bytes_per_s", b.measured_bytes_per_s},
         {"catalog_peak_bytes_per_s",
-         b.catalog_peak_bytes_per_s ? nlohmann::json(*b.catalog_peak_bytes_per_s) : nlohmann::json(nullptr)},
+         value_or_null(b.catalog_peak_bytes_per_s)},
         {"ratio", b.catalog_peak_bytes_per_s && *b.catalog_peak_bytes_per_s > 0
                       ? nlohmann::json(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s)
                       : nlohmann::json(nullptr)},

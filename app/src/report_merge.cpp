@@ -382,18 +382,16 @@ MergeOutcome merge_reports(const std::string& directory) {
     out.notes.push_back("no verdict is held by more than half the nodes: verdict outliers not judged");
 
   // The fleet's setup, part by part: the value more than half the reports hold.
+  // Every report's setup has read_setup's parts, in its order.
   std::map<std::string, std::string> setup_majority;
-  for (const NodeRow& n : reported)
-    for (const auto& [part, value] : n.setup) {
-      if (setup_majority.count(part)) continue;
-      std::vector<std::string> values;
-      for (const NodeRow& m : reported)
-        for (const auto& [other_part, other_value] : m.setup)
-          if (other_part == part) values.push_back(other_value);
-      setup_majority[part] = majority(values);
-      if (setup_majority[part].empty() && reported.size() > 1)
-        out.notes.push_back("no " + part + " is held by more than half the nodes: setup outliers not judged");
-    }
+  for (std::size_t i = 0; !reported.empty() && i < reported.front().setup.size(); ++i) {
+    const std::string& part = reported.front().setup[i].first;
+    std::vector<std::string> values;
+    for (const NodeRow& m : reported) values.push_back(m.setup[i].second);
+    setup_majority[part] = majority(values);
+    if (setup_majority[part].empty() && reported.size() > 1)
+      out.notes.push_back("no " + part + " is held by more than half the nodes: setup outliers not judged");
+  }
   for (NodeRow& n : out.nodes) {
     if (n.verdict == "PASS")
       ++out.pass;

@@ -10,10 +10,6 @@ namespace kvsight::app {
 
 namespace {
 
-nlohmann::json json_or_null(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
-nlohmann::json json_or_null(const std::optional<std::uint64_t>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
 
 std::string merge_number(const std::optional<double>& v, double scale, int digits) {
   return v ? fixed_text(*v / scale, digits) : "-";
@@ -28,20 +24,20 @@ nlohmann::json node_json(const NodeRow& n) {
   return {{"host", n.host},
           {"file", n.file},
           {"verdict", n.verdict},
-          {"exit_code", n.exit_code ? nlohmann::json(*n.exit_code) : nlohmann::json(nullptr)},
+          {"exit_code", value_or_null(n.exit_code)},
           {"report_missing", n.report_missing},
           {"backend", n.backend},
           {"model", n.model},
           {"device", n.device},
           {"device_count", n.device_count},
           {"driver_version", n.driver_version},
-          {"memory_free_bytes", json_or_null(n.memory_free_bytes)},
+          {"memory_free_bytes", value_or_null(n.memory_free_bytes)},
           {"memory_used_by_others_bytes", n.memory_used_by_others_bytes},
           {"other_processes", n.other_processes},
-          {"bandwidth_bytes_per_s", json_or_null(n.bandwidth_bytes_per_s)},
-          {"decode_32k_engine_path_us", json_or_null(n.decode_engine_path_us)},
-          {"decode_32k_split_us", json_or_null(n.decode_split_us)},
-          {"max_concurrency", json_or_null(n.max_concurrency)},
+          {"bandwidth_bytes_per_s", value_or_null(n.bandwidth_bytes_per_s)},
+          {"decode_32k_engine_path_us", value_or_null(n.decode_engine_path_us)},
+          {"decode_32k_split_us", value_or_null(n.decode_split_us)},
+          {"max_concurrency", value_or_null(n.max_concurrency)},
           {"node_reasons", n.node_reasons},
           {"outlier_reasons", n.outlier_reasons}};
 }
@@ -58,11 +54,11 @@ FigureSection json_figures(const MergeOutcome& out) {
            {"schema_read", kPreflightSchema},
            {"nodes", nodes},
            {"medians",
-            {{"bandwidth_bytes_per_s", json_or_null(out.medians.bandwidth_bytes_per_s)},
-             {"memory_free_bytes", json_or_null(out.medians.memory_free_bytes)},
-             {"decode_32k_engine_path_us", json_or_null(out.medians.decode_engine_path_us)},
-             {"decode_32k_split_us", json_or_null(out.medians.decode_split_us)},
-             {"max_concurrency", json_or_null(out.medians.max_concurrency)}}},
+            {{"bandwidth_bytes_per_s", value_or_null(out.medians.bandwidth_bytes_per_s)},
+             {"memory_free_bytes", value_or_null(out.medians.memory_free_bytes)},
+             {"decode_32k_engine_path_us", value_or_null(out.medians.decode_engine_path_us)},
+             {"decode_32k_split_us", value_or_null(out.medians.decode_split_us)},
+             {"max_concurrency", value_or_null(out.medians.max_concurrency)}}},
            {"majority",
             {{"verdict", out.majority_verdict}, {"device", out.majority_device}, {"driver_version", out.majority_driver}}},
            {"counts", {{"nodes", out.nodes.size()}, {"pass", out.pass}, {"warn", out.warn}, {"fail", out.fail}}},

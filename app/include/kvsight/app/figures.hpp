@@ -106,6 +106,12 @@ struct FigureDoc {
   bool csv_footer = false;      // the footer follows the CSV too, as it follows a table (probe info)
 };
 
+// An optional figure's raw value: the value, or null when it is absent.
+template <typename T>
+nlohmann::json value_or_null(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
 // A figure only JSON carries (the readable views and the CSV show it in their own form).
 Figure json_figure(std::string key, nlohmann::json value);
 // A figure only the CSV carries as a row (JSON has it in another form), with its note.
