@@ -181,6 +181,36 @@ TEST(DecodeModel, CalibrationFromProbeJson) {
   EXPECT_THROW(calibration_from_probe_json("not json", "f", gpu), InputError);
 }
 
+TEST(DecodeModel, CalibrationDividesOutTheSweepsWaves) {
+  // The same sweep at batch 4 x 2 KV heads = 8 programs on a 2-thread cpu ran in ceil(8 / 2) = 4
+  // waves: each thread streamed 4 programs one after another, so one program's rate is 4 x
+  // 512 B / slope, and a predicted call of the same shape (4 waves again) gives back the
+  // measured slope x context instead of 4x it (issue #23 item 4).
+  const std::string json = R"({"backend":"cpu","device":"x","kernel":"nosplit",
+    "shape":{"head_dim":128,"block_size":16,"kv_heads":2,"q_heads":8,"batch":4,"dtype":"bf16"},
+    "points":[{"context":1024,"time_us":100.0,"gbps":1},{"context":2048,"time_us":150.0,"gbps":1}]})";
+  GpuSpec cpu;
+  cpu.multiprocessors = 2;
+  cpu.bandwidth_gbps = 100;
+  const double slope = 50.0 / 1024.0;
+  const KernelCalibration c = calibration_from_probe_json(json, "sweep.json", cpu);
+  EXPECT_NEAR(c.per_program_gbps, 4.0 * 512.0 / slope / 1000.0, 1e-9);
+  EXPECT_NE(c.source.find("over 4 waves"), std::string::npos) << c.source;
+  // On 10 multiprocessors the 8 programs are one wave: the rate is 512 B / slope.
+  cpu.multiprocessors = 10;
+  EXPECT_NEAR(calibration_from_probe_json(json, "sweep.json", cpu).per_program_gbps, 512.0 / slope / 1000.0,
+              1e-9);
+  // A batch the probes never write is bad input naming the field.
+  const std::string bad = R"({"kernel":"nosplit","shape":{"head_dim":128,"kv_heads":2,"batch":0},
+    "points":[{"context":1024,"time_us":100.0},{"context":2048,"time_us":150.0}]})";
+  try {
+    (void)calibration_from_probe_json(bad, "f", cpu);
+    ADD_FAILURE() << "batch 0 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("shape.batch"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DecodeModel, CliffWarningForPlan) {
   const ModelSpec qwen = resolve_model("qwen3.6-27b");
   const GpuSpec& rdna = find_gpu("rx7900xt");

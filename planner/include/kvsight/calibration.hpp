@@ -45,6 +45,7 @@ struct CalibrationSweep {
   std::string device = "?";
   std::uint32_t head_dim = 0;  // of the probe shape
   std::uint32_t kv_heads = 0;  // of the probe shape
+  std::uint32_t batch = 1;     // of the probe shape: batch x kv_heads programs per call
   std::string dtype = "bf16";  // bf16, fp16, fp32 (the K/V element)
   std::vector<CalibrationPoint> points;
   std::uint32_t ctas_per_multiprocessor = 0;  // splitkv: the occupancy its split plan used; 0 = not said

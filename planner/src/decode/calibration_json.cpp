@@ -165,6 +165,10 @@ Calibration read_calibration_json(const std::string& json_text, const std::strin
                                               "a whole number 1..65536 (the probe's head dimension)"));
   sweep.kv_heads = static_cast<std::uint32_t>(
       reader.count(shape, shape_where, "kv_heads", kMaxCalibrationShape, "a whole number 1..65536"));
+  // batch: the probes write it; a file without it was measured at the probes' default, 1.
+  if (shape.contains("batch"))
+    sweep.batch = static_cast<std::uint32_t>(
+        reader.count(shape, shape_where, "batch", kMaxCalibrationShape, "a whole number 1..65536"));
   // The probes always write dtype; an older file without it was measured in bf16,
   // the probes' default (cli/cmd_probe.cpp --dtype).
   if (const auto it = shape.find("dtype"); it != shape.end()) {

@@ -230,9 +230,17 @@ KernelCalibration fit_calibration(const Calibration& calibration, const GpuSpec&
   const double bytes_per_program = 2.0 * static_cast<double>(nosplit.head_dim) * element_bytes;
   KernelCalibration c;
   c.call_overhead_us = std::max(0.0, mean_y - slope * mean_x);
-  c.per_program_gbps = bytes_per_program / slope / 1000.0;
-  c.calibrated_bytes_per_token_per_program = bytes_per_program;
   c.concurrent_programs = gpu.multiprocessors > 0 ? gpu.multiprocessors : 1;
+  // The sweep's batch x KV heads programs ran in ceil(programs / concurrent) waves, so the
+  // slope is that many programs' streams one after another: attention_call_us counts the
+  // waves of the predicted call the same way, and the rate must not count them twice (a
+  // 2-thread cpu ran 8 programs in 4 waves: the rate was 4x low and preflight's prediction
+  // 2x its own measurement at 32K, issue #23 item 4). One wave on every GPU of the catalog.
+  const double sweep_programs =
+      std::max(1.0, static_cast<double>(nosplit.batch) * static_cast<double>(nosplit.kv_heads));
+  const double sweep_waves = std::ceil(sweep_programs / static_cast<double>(c.concurrent_programs));
+  c.per_program_gbps = bytes_per_program * sweep_waves / slope / 1000.0;
+  c.calibrated_bytes_per_token_per_program = bytes_per_program;
   c.achieved_bandwidth_gbps = kAchievedBandwidthShare * gpu.bandwidth_gbps;
   std::string split_note = "fill-device bandwidth 80% of the catalog peak (assumed)";
   if (calibration.splitkv) {
@@ -249,7 +257,8 @@ KernelCalibration fit_calibration(const Calibration& calibration, const GpuSpec&
   c.source = "probe sweep '" + origin + "' (" + nosplit.backend + ", " + nosplit.device + ", nosplit, " +
              std::to_string(x.size()) + " points, head_dim " + std::to_string(nosplit.head_dim) + ", " +
              std::to_string(nosplit.kv_heads) + " KV heads): slope " + fixed_text(slope, 4) +
-             " us/token -> " + fixed_text(c.per_program_gbps, 3) + " GB/s per program, t0 " +
+             " us/token" + (sweep_waves > 1 ? " over " + fixed_text(sweep_waves, 0) + " waves" : std::string()) +
+             " -> " + fixed_text(c.per_program_gbps, 3) + " GB/s per program, t0 " +
              fixed_text(c.call_overhead_us, 2) + " us; " + split_note;
   // Numbers that overflow the fit are bad input too (fuzz finding, docs/reliability.md).
   if (!std::isfinite(c.per_program_gbps) || !(c.per_program_gbps > 0) || !std::isfinite(c.call_overhead_us) ||
