@@ -80,11 +80,14 @@ void add_preflight_command(CLI::App& app, CliState& state) {
       "The check to run on the GPU node before deploying: devices found (NVML / ROCm SMI, else the runtime,\n"
       "else the CPU), bandwidth against the catalog peak, the gates, both probe kernels at the model's "
       "shape,\n"
-      "capacity on the memory free now, decode per token calibrated here; verdict PASS / WARN / FAIL.\n"
-      "Exit 0 PASS, 1 at or above --fail-on, 2 bad input, 3 device error.");
+      "capacity on the memory free now, decode per token calibrated here; verdict PASS / WARN / FAIL first,\n"
+      "each reason with its fix as the engine's flag (--max-model-len N, --kv-cache-dtype fp8, ...).\n"
+      "No GPU: the probes run on the CPU and capacity is judged for --gpu (default h200): WARN no_gpu.\n"
+      "Exit 0 PASS (and WARN), 1 at or above --fail-on, 2 bad input, 3 device error.");
   add_model_gpu_flags(*command, args->model, args->gpu, false,
                       "Catalog id, config.json path, directory, or HF cache org/name (default llama-3.1-8b)",
-                      "GPU catalog id to judge against, or auto (default: match the device found)");
+                      "GPU catalog id to judge against, or auto (default: match the device found; "
+                      "with no GPU, h200)");
   add_engine_flags(*command, args->options);
   add_batch_flag(*command, args->options.batch, "Sequences decoding together in the probes (default 1)");
   add_count_flag(*command, "--concurrency", args->concurrency,

@@ -289,9 +289,9 @@ TEST(PreflightFigures, OneLinePerReasonClassAndTheVerdictFirst) {
     p.reference_ok = true;
     o.facts.probes.push_back(p);
   }
-  o.reasons.push_back({"model_does_not_fit", "FAIL", "one sequence does not fit", nlohmann::json::object()});
+  o.reasons.push_back({"model_does_not_fit", "FAIL", "one sequence does not fit", nlohmann::json::object(), {}});
   for (double noise : {0.12, 0.78, 0.40})
-    o.reasons.push_back({"measurement_not_converged", "WARN", "noisy", {{"noise", noise}}});
+    o.reasons.push_back({"measurement_not_converged", "WARN", "noisy", {{"noise", noise}}, {}});
   const FigureDoc doc = preflight_figures(o, 1);
   ASSERT_FALSE(doc.sections.empty());
   const FigureSection& verdict = doc.sections.front();

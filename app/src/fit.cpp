@@ -360,4 +360,16 @@ FitOutcome run_fit(const FitRequest& request) {
   return outcome;
 }
 
+FitCandidate fit_configuration(const FitRequest& request, const ModelSpec& model, const GpuSpec& gpu,
+                               const std::string& kv_cache_dtype) {
+  const EngineSetup base = setup_engine(request.options);
+  const EngineReads reads = engine_reads(*base.engine);
+  EngineOptions o = request_options(request, reads);
+  if (!kv_cache_dtype.empty()) set_kv_dtype(o, reads, kv_cache_dtype);
+  const EngineSetup setup = setup_engine(o);
+  FitCandidate candidate = evaluate(request, setup, model, gpu);
+  candidate.kv_cache_dtype = engine_kv_default(*setup.engine, setup.options);
+  return candidate;
+}
+
 }  // namespace kvsight::app

@@ -21,6 +21,10 @@ namespace kvsight::app {
 
 namespace {
 
+// The GPU capacity is judged for on a node without one, unless --gpu names another: the
+// README's target (docs/reference/preflight.md "No GPU").
+constexpr const char* kNoGpuTarget = "h200";
+
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
@@ -108,6 +112,7 @@ CapacityFacts capacity_on(const Engine& engine, const EngineDecision& decision, 
   CapacityFacts facts;
   facts.gpu_memory_bytes = memory;
   if (plan.capacity) facts.capacity = *plan.capacity;
+  facts.bytes_per_sequence = plan.kv.bytes_per_sequence;
   return facts;
 }
 
@@ -128,6 +133,7 @@ Calibration calibration_of(const std::vector<probes::SweepResult>& sweeps, const
     typed.device = sweep.device;
     typed.head_dim = sweep.shape.head_dim;
     typed.kv_heads = sweep.shape.kv_heads;
+    typed.batch = sweep.shape.batch;
     typed.dtype = sweep.shape.dtype;
     typed.ctas_per_multiprocessor = sweep.ctas_per_multiprocessor;
     for (const probes::ProbePoint& p : sweep.points) typed.points.push_back({p.context, p.time_us, p.gbps});
@@ -228,9 +234,11 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   } else {
     // No GPU: the gates need a device family; judge them for the README's default
     // target and say so (--gpu chooses another).
-    out.catalog = find_gpu("h200");
-    out.catalog_match = "no GPU here: gates and the catalog column are judged for h200 (give --gpu)";
+    out.catalog = find_gpu(kNoGpuTarget);
+    out.catalog_match = std::string("no GPU here: capacity and gates are judged for ") + kNoGpuTarget +
+                        ", the default (--gpu names another)";
   }
+  if (survey.no_gpu) facts.target_gpu = out.catalog->id;
   GpuSpec spec;
   if (out.catalog) {
     spec = *out.catalog;
@@ -434,6 +442,23 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
 
   for (const std::string& note : survey.notes) out.notes.push_back(note);
   out.reasons = judge_preflight(facts);
+  // The fixes, planned on the device capacity was judged on: the memory free now, or with no
+  // GPU the target's catalog total on a node of up to 8 of them.
+  FixInputs fix_inputs;
+  fix_inputs.engine = setup.engine.get();
+  fix_inputs.model = model;
+  fix_inputs.options = options;
+  if (survey.no_gpu) {
+    fix_inputs.device = *out.catalog;
+    fix_inputs.gpus_on_node = 8;
+  } else {
+    fix_inputs.device = spec;
+    fix_inputs.device.memory_bytes = free_now;
+    fix_inputs.gpus_on_node = static_cast<std::uint32_t>(survey.devices.size());
+    fix_inputs.device_total_bytes = device.memory_total_bytes;
+    fix_inputs.free_bytes = free_now;
+  }
+  attach_fixes(out.reasons, facts, fix_inputs, &gates);
   out.verdict = verdict_of(out.reasons);
   out.device_spec = spec;
   return out;

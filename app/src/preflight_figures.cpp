@@ -78,6 +78,9 @@ FigureSection verdict_figures(const PreflightOutcome& o) {
     for (const PreflightReason& other : o.reasons)
       if (other.code == r.code && other.severity == r.severity) same.push_back(&other);
     s.figures.push_back(shown(r.severity, r.code, same.size() == 1 ? r.message : repeated_reason_note(o, same)));
+    // Its fixes under it, the flag to paste in the value column (issue #23 item 2).
+    for (const PreflightFix& fix : r.fixes)
+      s.figures.push_back(shown("  fix", fix.flag.empty() ? "(action)" : fix.flag, fix.text));
   }
   return s;
 }
@@ -129,8 +132,12 @@ FigureSection capacity_figures(const PreflightOutcome& o) {
                                   fixed_text(c->capacity.max_concurrency, 2) + "x" +
                                   (c->capacity.fits ? "" : ", DOES NOT FIT")));
   };
-  add(f.survey.no_gpu ? "free now (CPU memory)" : "free now", f.free_now);
-  add("catalog total (" + (o.catalog ? o.catalog->id : std::string("-")) + ")", f.catalog_total);
+  // With no GPU the verdict judges the target's catalog total; the CPU's free memory is
+  // no GPU's and is not shown as capacity (issue #23 item 1).
+  if (!f.survey.no_gpu) add("free now", f.free_now);
+  add("catalog total (" + (o.catalog ? o.catalog->id : std::string("-")) + ")" +
+          (f.survey.no_gpu ? ", judged" : ""),
+      f.catalog_total);
   return s;
 }
 
@@ -203,7 +210,11 @@ FigureSection csv_figures(const PreflightOutcome& o, int exit_code) {
   FigureSection s{"", {}};
   s.figures.push_back(csv_figure("verdict.verdict", o.verdict));
   s.figures.push_back(csv_figure("verdict.exit_code", exit_code));
-  for (const PreflightReason& r : o.reasons) s.figures.push_back(csv_figure("reason." + r.code, r.severity, r.message));
+  for (const PreflightReason& r : o.reasons) {
+    s.figures.push_back(csv_figure("reason." + r.code, r.severity, r.message));
+    for (const PreflightFix& fix : r.fixes)
+      s.figures.push_back(csv_figure("fix." + r.code + "." + fix.kind, fix.flag, fix.text));
+  }
   for (const probes::DeviceRecord& d : f.survey.devices) {
     const std::string at = "device." + std::to_string(d.index) + ".";
     s.figures.push_back(csv_figure(at + "name", d.name, d.arch));
@@ -246,9 +257,6 @@ FigureSection csv_figures(const PreflightOutcome& o, int exit_code) {
 FigureDoc preflight_figures(const PreflightOutcome& o, int exit_code) {
   FigureDoc doc;
   doc.values_left = true;  // labels left, values in one column after them (issue #9)
-  if (o.facts.survey.no_gpu)
-    doc.header = {"NO GPU FOUND on " + o.host +
-                  ": running on the cpu backend; every device figure is the CPU's."};
   doc.title = "kvsight preflight: " + o.model.id + " on " + o.host + " (" + o.mode + ", " +
               o.facts.survey.backend + " backend): " + o.verdict;
   // The verdict and its reasons first, then what they were judged on.

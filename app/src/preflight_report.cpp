@@ -55,9 +55,19 @@ nlohmann::json preflight_json(const PreflightOutcome& o, int exit_code) {
   j["verdict"] = o.verdict;
   j["exit_code"] = exit_code;
   nlohmann::json reasons = nlohmann::json::array();
-  for (const PreflightReason& r : o.reasons)
-    reasons.push_back(
-        {{"code", r.code}, {"severity", r.severity}, {"message", r.message}, {"figures", r.figures}});
+  for (const PreflightReason& r : o.reasons) {
+    nlohmann::json fixes = nlohmann::json::array();
+    for (const PreflightFix& fix : r.fixes)
+      fixes.push_back({{"kind", fix.kind},
+                       {"flag", fix.flag.empty() ? nlohmann::json(nullptr) : nlohmann::json(fix.flag)},
+                       {"text", fix.text},
+                       {"figures", fix.figures}});
+    reasons.push_back({{"code", r.code},
+                       {"severity", r.severity},
+                       {"message", r.message},
+                       {"figures", r.figures},
+                       {"fixes", fixes}});
+  }
   j["reasons"] = reasons;
 
   nlohmann::json devices = nlohmann::json::array();
@@ -134,7 +144,9 @@ nlohmann::json preflight_json(const PreflightOutcome& o, int exit_code) {
   j["probes"] = probes_json;
 
   j["capacity"] = {{"free_now", capacity_json(f.free_now)},
-                   {"catalog_total", capacity_json(f.catalog_total)}};
+                   {"catalog_total", capacity_json(f.catalog_total)},
+                   // Which of the two the verdict judged (catalog_total: no GPU on the node).
+                   {"judged", f.survey.no_gpu ? "catalog_total" : "free_now"}};
 
   nlohmann::json decode = nlohmann::json::array();
   for (const DecodeFacts& d : f.decode) {

@@ -13,7 +13,7 @@ namespace kvsight::app {
 namespace {
 
 PreflightReason reason(std::string code, std::string severity, std::string message, nlohmann::json figures) {
-  return PreflightReason{std::move(code), std::move(severity), std::move(message), std::move(figures)};
+  return PreflightReason{std::move(code), std::move(severity), std::move(message), std::move(figures), {}};
 }
 
 const DecodeFacts* decode_at(const PreflightFacts& facts, std::uint64_t context) {
@@ -27,7 +27,14 @@ const DecodeFacts* decode_at(const PreflightFacts& facts, std::uint64_t context)
 
 std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const PreflightRules& rules) {
   std::vector<PreflightReason> out;
-  const std::string where = facts.survey.no_gpu ? " (this node's CPU memory: no GPU found)" : "";
+  const std::optional<CapacityFacts>& judged = facts.judged_capacity();
+  // Where capacity was judged: the memory free now, or (no GPU) the target's catalog total.
+  const std::string where = facts.survey.no_gpu
+                                ? "in " + facts.target_gpu + "'s " +
+                                      (judged ? gib_text(judged->gpu_memory_bytes) : std::string("?")) +
+                                      " (catalog total: no GPU on this node)"
+                                : "in the " + (judged ? gib_text(judged->gpu_memory_bytes) : std::string("?")) +
+                                      " free now";
 
   // 1. The engine would refuse to start: TP does not divide heads, a kernel gate, ...
   for (const std::string& refusal : facts.refusals) {
@@ -44,32 +51,34 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
                              " < requested " + gib_text(requested) + " (total x gpu_memory_utilization)",
                          {{"free_bytes", free}, {"requested_bytes", requested}}));
   }
-  // 3. The model does not fit in the memory free now.
-  if (facts.free_now && !facts.free_now->capacity.fits) {
-    const Capacity& c = facts.free_now->capacity;
+  // 3. The model does not fit: in the memory free now, or (no GPU) in the target's total.
+  if (judged && !judged->capacity.fits) {
+    const Capacity& c = judged->capacity;
     out.push_back(reason("model_does_not_fit", "FAIL",
-                         "one sequence of " + std::to_string(facts.max_model_len) +
-                             " tokens does not fit in the memory free now" + where + ": " +
-                             gib_text(c.available_kv_bytes) + " for KV of " +
-                             gib_text(facts.free_now->gpu_memory_bytes) + " free",
-                         {{"gpu_memory_bytes", facts.free_now->gpu_memory_bytes},
+                         "one sequence of " + commas_text(facts.max_model_len) + " tokens needs " +
+                             gib_text(judged->bytes_per_sequence) + " of KV; " + facts.engine + " leaves " +
+                             gib_text(c.available_kv_bytes) + " for KV " + where,
+                         {{"gpu_memory_bytes", judged->gpu_memory_bytes},
                           {"available_kv_bytes", c.available_kv_bytes},
+                          {"bytes_per_sequence", judged->bytes_per_sequence},
                           {"max_concurrency", c.max_concurrency},
                           {"max_model_len", facts.max_model_len},
                           {"largest_max_model_len", c.largest_max_model_len}}));
   }
   // 4. Fewer than N sequences fit at the requested length.
-  if (facts.free_now && facts.free_now->capacity.fits && facts.requested_concurrency &&
-      facts.free_now->capacity.max_concurrency + 1e-9 < static_cast<double>(*facts.requested_concurrency)) {
-    const Capacity& c = facts.free_now->capacity;
+  if (judged && judged->capacity.fits && facts.requested_concurrency &&
+      judged->capacity.max_concurrency + 1e-9 < static_cast<double>(*facts.requested_concurrency)) {
+    const Capacity& c = judged->capacity;
     out.push_back(reason("concurrency_does_not_fit", "FAIL",
                          std::to_string(*facts.requested_concurrency) + " sequences of " +
-                             std::to_string(facts.max_model_len) +
-                             " tokens do not fit in the memory free now" + where + ": max concurrency " +
-                             fixed_text(c.max_concurrency, 2),
+                             commas_text(facts.max_model_len) + " tokens do not fit " + where +
+                             ": max concurrency " + fixed_text(c.max_concurrency, 2) + " (" +
+                             gib_text(judged->bytes_per_sequence) + " each, " +
+                             gib_text(c.available_kv_bytes) + " for KV)",
                          {{"requested_concurrency", *facts.requested_concurrency},
                           {"max_concurrency", c.max_concurrency},
                           {"max_model_len", facts.max_model_len},
+                          {"bytes_per_sequence", judged->bytes_per_sequence},
                           {"available_kv_bytes", c.available_kv_bytes}}));
   }
   // 5. A probe's float64 reference check failed: a device fault, never a figure.
@@ -84,6 +93,16 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
                             {"max_abs_error", std::isfinite(p.max_error) ? nlohmann::json(p.max_error)
                                                                          : nlohmann::json(nullptr)}}));
     }
+  }
+  // No GPU: the probes ran on the CPU and capacity was judged for the target GPU's catalog
+  // total (issue #23 item 1): a WARN, so a clean machine without a GPU still exits 0.
+  if (facts.survey.no_gpu) {
+    out.push_back(reason("no_gpu", "WARN",
+                         "no GPU found on this node: the probes ran on the CPU and capacity is judged for " +
+                             facts.target_gpu + " (" +
+                             (judged ? gib_text(judged->gpu_memory_bytes) : std::string("?")) +
+                             ", its catalog total)",
+                         {{"target_gpu", facts.target_gpu}, {"backend", facts.survey.backend}}));
   }
   // 6. The engine's kernel does not split the context and 32K decode is K x slower than 1K.
   if (!facts.splits_context) {
@@ -155,6 +174,33 @@ std::vector<PreflightReason> judge_preflight(const PreflightFacts& facts, const 
                      std::to_string(p.samples) + " samples did not meet the bound",
                  {{"figure", p.kernel}, {"context", p.context}, {"noise", p.noise}, {"samples", p.samples}}));
     }
+  }
+  // 10. The decode step predicted from this node's calibration against the step built from
+  //     the node's own measured kernel time, at each measured context.
+  for (const DecodeFacts& d : facts.decode) {
+    if (!d.measured_engine_ms || !(*d.measured_engine_ms > 0)) continue;
+    const double predicted = d.engine_path.ms_per_token, measured = *d.measured_engine_ms;
+    const double gap = std::fabs(predicted - measured) / measured;
+    if (gap <= rules.prediction_gap_limit) continue;
+    const ProbeFacts* probe = nullptr;
+    for (const ProbeFacts& p : facts.probes)
+      if (p.context == d.context && p.kernel == "engine_path") probe = &p;
+    const bool noisy = probe && probe->measured && !probe->converged;
+    out.push_back(reason(
+        "prediction_disagrees", "WARN",
+        "decode at " + commas_text(d.context) + " tokens: predicted " + fixed_text(predicted, 2) +
+            " ms/token, measured " + fixed_text(measured, 2) + " (" + fixed_text(gap * 100, 0) +
+            " % apart, bound " + fixed_text(rules.prediction_gap_limit * 100, 0) + " %): " +
+            (noisy ? "the measurement did not converge (noise " + fixed_text(probe->noise * 100, 0) +
+                         " %): a busy host"
+                   : "the kernel's time is not linear in the context on this device (caches at short "
+                     "contexts, or another path): the measured column is this node's figure"),
+        {{"context", d.context},
+         {"predicted_ms", predicted},
+         {"measured_ms", measured},
+         {"gap", gap},
+         {"limit", rules.prediction_gap_limit},
+         {"measurement_converged", !noisy}}));
   }
   std::stable_sort(out.begin(), out.end(), [](const PreflightReason& a, const PreflightReason& b) {
     return a.severity == "FAIL" && b.severity != "FAIL";

@@ -176,7 +176,7 @@ report=$tmp/reports/$node.json
 node_code=$(cat "$tmp/reports/$node.exit")
 # The exit code is kept: the node's file, and the job's ExitCode (code:signal).
 [[ "${exit_field%%:*}" == "$node_code" ]] || fail "job ExitCode $exit_field but the node's preflight exited $node_code"
-[[ "$node_code" == 0 || "$node_code" == 1 ]] || fail "the node's preflight exited $node_code (0 PASS or 1 WARN/FAIL expected)"
+[[ "$node_code" == 0 || "$node_code" == 1 ]] || fail "the node's preflight exited $node_code (0 PASS or WARN, 1 FAIL expected)"
 
 merged=$("$kvsight" report merge "$tmp/reports" --format json)
 merge_code=$?
@@ -189,8 +189,10 @@ row = merged["nodes"][0]
 assert row["file"] == node + ".json", row["file"]
 assert row["verdict"] in ("PASS", "WARN", "FAIL"), row["verdict"]
 assert row["backend"] == "cpu", row["backend"]
-# exit code 0 exactly when the node passed, in the node's report and in the merge
-assert (row["verdict"] == "PASS") == (node_code == 0) == (merge_code == 0), (row["verdict"], node_code, merge_code)
+# the node's preflight exits 0 unless it FAILs (default --fail-on fail: a WARN, such as NO GPU
+# on this machine, exits 0); the merge exits 0 only when every node passed
+assert (row["verdict"] != "FAIL") == (node_code == 0), (row["verdict"], node_code)
+assert (row["verdict"] == "PASS") == (merge_code == 0), (row["verdict"], merge_code)
 print(f"test-slurm: merged: 1 node, host {row['host']}, verdict {row['verdict']}, merge exit {merge_code}")
 PY
 "$kvsight" report merge "$tmp/reports" || true

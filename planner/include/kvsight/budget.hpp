@@ -257,6 +257,9 @@ class Engine {
   virtual std::vector<StartupCheck> kernel_checks(const GateResult&, const EngineDecision&) const {
     return {};
   }
+  // How a user makes this version use an attention backend (a gates KernelVerdict::backend)
+  // on its command line or environment, ready to paste; "" when it has no such switch.
+  virtual std::string attention_backend_option(const EngineVersion&, const std::string&) const { return ""; }
   // Notes the engine attaches to its kernel selection on this device.
   virtual std::vector<std::string> gate_notes(const GpuSpec&, const EngineOptions&) const { return {}; }
   // Refuses (InputError naming the field) a KV cache type outside kv_cache_dtypes(), for

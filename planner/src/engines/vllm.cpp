@@ -891,6 +891,14 @@ class VllmEngine final : public Engine {
   std::unique_ptr<EngineLogReader> log_reader() const override { return std::make_unique<VllmLogReader>(); }
   void order_kernels(const GateInput& input, std::vector<KernelVerdict>& verdicts) const override;
   std::vector<std::string> gate_notes(const GpuSpec& gpu, const EngineOptions& options) const override;
+  // The backend switch (docs/reference/preflight.md "Fixes"): PR #26315 turned the environment
+  // variable VLLM_ATTENTION_BACKEND into --attention-backend (--attention-config.backend),
+  // keeping the variable with a deprecation warning until 0.14; from 0.14 on the variable is
+  // ignored (issue #50292 on 0.26). The flag from 0.13, the variable before.
+  std::string attention_backend_option(const EngineVersion& version, const std::string& backend) const override {
+    return version.at_least(0, 13) ? "--attention-backend " + backend
+                                   : "VLLM_ATTENTION_BACKEND=" + backend + " (environment)";
+  }
   std::vector<StartupCheck> startup_checks(const ModelSpec& model, const GpuSpec*,
                                            const EngineOptions& options) const override {
     std::vector<StartupCheck> checks{tp_divides_heads_check(model, options, display_name())};

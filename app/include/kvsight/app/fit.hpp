@@ -98,6 +98,14 @@ struct FitOutcome {
 // a rejected candidate, not an error.
 FitOutcome run_fit(const FitRequest& request);
 
+// One configuration planned as run_fit plans each candidate: N sequences of L tokens in the
+// engine's own options, request.options as configured (TP, PP, block size), the KV cache
+// type(s) the engine reads set to `kv_cache_dtype` ("" keeps request.options'), on `gpu`
+// (its memory_bytes the memory planned). What preflight's fixes try on the node's device
+// (app/src/preflight_fixes.cpp). Throws InputError only for bad input in the options.
+FitCandidate fit_configuration(const FitRequest& request, const ModelSpec& model, const GpuSpec& gpu,
+                               const std::string& kv_cache_dtype = "");
+
 // The outcome as figures (app/src/fit_figures.cpp): the readable tables show the first
 // `top` accepted and rejected configurations (0: all); CSV and JSON carry every one.
 FigureDoc fit_figures(const FitOutcome& outcome, std::size_t top);

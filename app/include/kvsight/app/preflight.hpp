@@ -16,6 +16,7 @@
 #include "kvsight/app/figures.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/decode_model.hpp"
+#include "kvsight/gates.hpp"
 #include "kvsight/gpu.hpp"
 #include "kvsight/probes/device_info.hpp"
 #include "kvsight/probes/probes.hpp"
@@ -44,11 +45,25 @@ struct PreflightRequest {
   bool measure = true;  // false: plan and judge only, no probes (tests)
 };
 
+// A change that clears a reason (issue #23 item 2), computed by the planner on the same
+// engine rules as the verdict (app/src/preflight_fixes.cpp): an engine flag spelled as the
+// engine spells it, ready to paste, or an action where no flag clears it (a device fault, a
+// busy host). Rules: docs/reference/preflight.md "Fixes".
+struct PreflightFix {
+  // max_model_len | max_num_seqs | kv_cache_dtype | parallelism | memory_fraction |
+  // free_memory | attention_backend | target_gpu | action
+  std::string kind;
+  std::string flag;  // "--max-model-len 49152"; "" for an action
+  std::string text;  // what it gives, with the figures: "the largest length that fits: ..."
+  nlohmann::json figures = nlohmann::json::object();
+};
+
 struct PreflightReason {
   std::string code;      // model_does_not_fit, concurrency_does_not_fit, engine_refuses_start, ...
   std::string severity;  // FAIL | WARN
   std::string message;   // with the figures
   nlohmann::json figures = nlohmann::json::object();
+  std::vector<PreflightFix> fixes;  // attach_fixes; judge_preflight leaves it empty
 };
 
 struct BandwidthFacts {
@@ -78,6 +93,7 @@ struct ProbeFacts {
 struct CapacityFacts {
   std::uint64_t gpu_memory_bytes = 0;
   Capacity capacity;
+  std::uint64_t bytes_per_sequence = 0;  // KV of one sequence at max_model_len (the plan's)
 };
 
 struct DecodeFacts {
@@ -100,6 +116,12 @@ struct PreflightFacts {
   std::uint64_t max_model_len = 0;    // the length capacity is computed at
   std::optional<std::uint64_t> requested_concurrency;
   std::optional<CapacityFacts> free_now, catalog_total;
+  // The catalog GPU capacity is judged for when the node has no GPU (survey.no_gpu): --gpu,
+  // else the stated default (issue #23 item 1); "" on a GPU node.
+  std::string target_gpu;
+  // The capacity the verdict judges: the memory free now on a GPU node; with no GPU, the
+  // target GPU's catalog total (the CPU's memory says nothing of a GPU's).
+  const std::optional<CapacityFacts>& judged_capacity() const { return survey.no_gpu ? catalog_total : free_now; }
   // vLLM refuses to start when free memory < total x gpu_memory_utilization
   // (docs/reference/formulas.md "vLLM V1 budget", step 1): the requested bytes.
   std::optional<std::uint64_t> engine_requested_bytes;
@@ -115,6 +137,12 @@ struct PreflightRules {
   // decode_cliff_warning: "more than 1.5x slower" at 32K than at 1K).
   double cliff_growth_limit = 1.5;
   std::uint64_t cliff_short_context = 1024, cliff_long_context = 32768;
+  // WARN when the decode step predicted from this node's calibration and the step built
+  // from the same node's measured kernel time differ by more than this share of the
+  // measured step (issue #23 item 4; docs/reference/preflight.md "Verdict rules": each
+  // figure's noise is bounded by the stopping rule at 0.5 % on a GPU, 3 % on the cpu, so a
+  // gap of 25 % is the model, not the noise).
+  double prediction_gap_limit = 0.25;
 };
 
 // Every reason, worst first (FAIL before WARN, then in rule order). Pure.
@@ -145,6 +173,24 @@ struct PreflightOutcome {
 };
 
 PreflightOutcome run_preflight(const PreflightRequest& request);
+
+// What the fixes are computed on: the engine, model and options of the run, and the device
+// the capacity was judged on (its memory_bytes the memory judged: free now, or the target
+// GPU's catalog total with no GPU).
+struct FixInputs {
+  const Engine* engine = nullptr;
+  ModelSpec model;
+  EngineOptions options;
+  GpuSpec device;
+  std::uint32_t gpus_on_node = 1;        // the most GPUs a TP x PP fix may use (8 with no GPU: one node)
+  std::uint64_t device_total_bytes = 0;  // the device's own total (0 with no GPU)
+  std::uint64_t free_bytes = 0;          // free now (0 with no GPU)
+};
+
+// Attaches to each reason the changes that clear it (app/src/preflight_fixes.cpp). gates:
+// the decision's kernel selection (the decode cliff's fix looks for a kernel that splits).
+void attach_fixes(std::vector<PreflightReason>& reasons, const PreflightFacts& facts, const FixInputs& inputs,
+                  const GateResult* gates);
 
 // The catalog entry a device is, matched by its model token (the first word with a
 // digit: "H200", "A100", "MI300X", "7900") and arch, the nearest memory total among
