@@ -8,57 +8,24 @@
 #include <algorithm>
 
 #include "kvsight/app/preflight.hpp"
+#include "preflight_fixtures.hpp"
 #include "kvsight/budget.hpp"
 
 namespace kvsight::app {
 namespace {
 
-constexpr std::uint64_t kGiB = 1ull << 30;
-constexpr std::uint64_t kH200Total = 150023962624ull;       // planner/data/gpus.json h200
+using namespace preflight_fixtures;
+
 constexpr std::uint64_t kRtx4090Total = 25383927808ull;     // planner/data/gpus.json rtx4090
 // llama-3.1-8b: 32 layers x 8 KV heads x 128 x (K + V) x 2 B = 131,072 B of KV per token in
 // bf16; a vLLM block of 16 tokens is 2 MiB.
 constexpr std::uint64_t kBytesPerToken = 32ull * 8 * 128 * 2 * 2;
 constexpr std::uint64_t kPageBytes = 16 * kBytesPerToken;
 
-probes::DeviceRecord gpu(int index, const std::string& name, const std::string& arch, std::uint64_t total,
-                         std::uint64_t free) {
-  probes::DeviceRecord d;
-  d.index = index;
-  d.vendor = arch.rfind("sm_", 0) == 0 ? "nvidia" : "amd";
-  d.name = name;
-  d.arch = arch;
-  d.memory_total_bytes = total;
-  d.memory_free_bytes = free;
-  d.memory_used_by_others_bytes = 0;
-  d.sources = {"nvml", "nvml", "nvml"};
-  return d;
-}
-
-probes::DeviceSurvey survey_of(std::vector<probes::DeviceRecord> devices) {
-  probes::DeviceSurvey s;
-  s.backend = devices.empty() ? "cpu" : "cuda";
-  s.devices = std::move(devices);
-  s.no_gpu = false;
-  return s;
-}
-
 probes::DeviceSurvey h200s(int count) {
   std::vector<probes::DeviceRecord> devices;
   for (int i = 0; i < count; ++i) devices.push_back(gpu(i, "NVIDIA H200", "sm_90", kH200Total, kH200Total));
   return survey_of(std::move(devices));
-}
-
-PreflightOutcome plan_only(const std::string& model, probes::DeviceSurvey survey, EngineOptions options = {},
-                           std::optional<std::uint64_t> concurrency = std::nullopt, std::string gpu_flag = "") {
-  PreflightRequest request;
-  request.model = model;
-  request.gpu = std::move(gpu_flag);
-  request.options = options;
-  request.concurrency = concurrency;
-  request.injected_survey = std::move(survey);
-  request.measure = false;
-  return run_preflight(request);
 }
 
 const PreflightReason& reason(const PreflightOutcome& o, const std::string& code) {
@@ -280,27 +247,16 @@ TEST(PreflightFixes, EveryMeasuredReasonCarriesAnAction) {
 }
 
 TEST(PreflightFixes, DecodeCliffOnRdna3) {
-  // The vLLM #50264 case (docs/reference/cliff.md): Qwen3.6-27B, TP 2 on two RX 7900 XT.
-  EngineOptions options;
-  options.tp = 2;
-  const std::uint64_t total = 21458059264ull;  // gpus.json rx7900xt
-  const PreflightOutcome o = plan_only("qwen3.6-27b",
-                                       survey_of({gpu(0, "AMD Radeon RX 7900 XT", "gfx1100", total, total),
-                                                  gpu(1, "AMD Radeon RX 7900 XT", "gfx1100", total, total)}),
-                                       options);
-  // The selected ROCM_ATTN path runs Triton's 2D kernel (no split); TRITON_ATTN's unified
-  // kernel is admitted on every device and splits a pure decode of num_seqs 1 <= 128 / 2 KV
-  // heads per rank into 3D segments (docs/reference/gates.md "Triton unified attention"). vLLM
-  // 0.33 takes the backend as --attention-backend (PR #26315, from 0.13).
-  const PreflightReason& r = reason(o, "decode_cliff");
-  EXPECT_EQ(flag_of(r, "attention_backend"), "--attention-backend TRITON_ATTN");
-  // Before 0.13 the same switch is the environment variable.
-  options.engine_version = "0.12.0";
-  const PreflightOutcome older = plan_only("qwen3.6-27b",
-                                           survey_of({gpu(0, "AMD Radeon RX 7900 XT", "gfx1100", total, total),
-                                                      gpu(1, "AMD Radeon RX 7900 XT", "gfx1100", total, total)}),
-                                           options);
-  EXPECT_EQ(flag_of(reason(older, "decode_cliff"), "attention_backend").rfind("VLLM_ATTENTION_BACKEND=", 0), 0u);
+  // The vLLM #50264 case. The selected ROCM_ATTN path runs Triton's 2D kernel (no split);
+  // TRITON_ATTN's unified kernel is admitted on every device and splits a pure decode of
+  // num_seqs 1 <= 128 / 2 KV heads per rank into 3D segments (docs/reference/gates.md "Triton
+  // unified attention"). vLLM 0.33 takes the backend as --attention-backend (PR #26315, from
+  // 0.13); before 0.13 the same switch is the environment variable.
+  EXPECT_EQ(flag_of(reason(vllm_50264_case(), "decode_cliff"), "attention_backend"),
+            "--attention-backend TRITON_ATTN");
+  EXPECT_EQ(flag_of(reason(vllm_50264_case("0.12.0"), "decode_cliff"), "attention_backend")
+                .rfind("VLLM_ATTENTION_BACKEND=", 0),
+            0u);
 }
 
 }  // namespace

@@ -6,50 +6,16 @@
 #include <algorithm>
 
 #include "kvsight/app/preflight.hpp"
+#include "preflight_fixtures.hpp"
 
 namespace kvsight::app {
 namespace {
 
-constexpr std::uint64_t kGiB = 1ull << 30;
-// planner/data/gpus.json h200: the runtime total vLLM budgets from.
-constexpr std::uint64_t kH200Total = 150023962624ull;
-
-probes::DeviceRecord gpu(int index, const std::string& name, const std::string& arch, std::uint64_t total,
-                         std::uint64_t free) {
-  probes::DeviceRecord d;
-  d.index = index;
-  d.vendor = arch.rfind("sm_", 0) == 0 ? "nvidia" : "amd";
-  d.name = name;
-  d.arch = arch;
-  d.memory_total_bytes = total;
-  d.memory_free_bytes = free;
-  d.memory_used_by_others_bytes = 0;
-  d.sources = {"nvml", "nvml", "nvml"};
-  return d;
-}
+using namespace preflight_fixtures;
 
 probes::DeviceRecord gpu_record_for_match(const std::string& name, const std::string& arch,
                                           std::uint64_t total) {
   return gpu(0, name, arch, total, total);
-}
-
-probes::DeviceSurvey survey_of(std::vector<probes::DeviceRecord> devices) {
-  probes::DeviceSurvey s;
-  s.devices = std::move(devices);
-  s.no_gpu = false;
-  s.backend = "cuda";
-  return s;
-}
-
-PreflightOutcome plan_only(const std::string& model, probes::DeviceSurvey survey, EngineOptions options = {},
-                           std::optional<std::uint64_t> concurrency = std::nullopt) {
-  PreflightRequest request;
-  request.model = model;
-  request.options = options;
-  request.concurrency = concurrency;
-  request.injected_survey = std::move(survey);
-  request.measure = false;
-  return run_preflight(request);
 }
 
 std::vector<std::string> codes(const PreflightOutcome& o) {
@@ -140,13 +106,7 @@ TEST(PreflightVerdict, KernelThatDoesNotSplitWarnsOfTheCliff) {
   // (gfx1100): head_dim 256 fails the ROCm custom kernel's gate, the Triton 2D fallback
   // does not split; published 235.29 ms/token at 32,084 tokens against 82.51 at 518:
   // 2.85x, well above the 1.5x bound.
-  EngineOptions options;
-  options.tp = 2;
-  const std::uint64_t total = 21458059264ull;  // gpus.json rx7900xt
-  const PreflightOutcome o = plan_only("qwen3.6-27b",
-                                       survey_of({gpu(0, "AMD Radeon RX 7900 XT", "gfx1100", total, total),
-                                                  gpu(1, "AMD Radeon RX 7900 XT", "gfx1100", total, total)}),
-                                       options);
+  const PreflightOutcome o = vllm_50264_case();
   ASSERT_TRUE(o.catalog.has_value());
   EXPECT_EQ(o.catalog->id, "rx7900xt");
   EXPECT_FALSE(o.facts.splits_context);
