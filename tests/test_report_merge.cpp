@@ -176,6 +176,49 @@ TEST(ReportMerge, StaleReportsOtherSetupsAndHiddenFilesAreNotTakenOnTrust) {
   EXPECT_EQ(out.exit_code, 1);
 }
 
+// Issue #23's acceptance: a merge of reports of different models flags them naming the file,
+// with or without a majority; one of another schema is refused naming the file.
+TEST(ReportMerge, MixedModelsWithoutAMajorityFlagEveryNodeNamingItsFile) {
+  const std::string dir = test::temp_dir("merge-mixed");
+  nlohmann::json a = nlohmann::json::parse(fixture("gpu-node-01"));
+  nlohmann::json b = a;
+  b["host"] = "gpu-node-02";
+  b["model"]["id"] = "qwen3-8b";
+  test::write_file(dir + "/gpu-node-01.json", a.dump());
+  test::write_file(dir + "/gpu-node-02.json", b.dump());
+  const app::MergeOutcome out = app::merge_reports(dir);
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-01"), "mixed setups: model 'llama-3.1-8b' (gpu-node-01.json)"));
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-02"), "mixed setups: model 'qwen3-8b' (gpu-node-02.json)"));
+  EXPECT_TRUE(has_reason(node(out, "gpu-node-02"), "the fleet holds 2 with no majority ('llama-3.1-8b', 'qwen3-8b')"));
+  b["schema"] = "kvsight.preflight/2";
+  test::write_file(dir + "/gpu-node-02.json", b.dump());
+  try {
+    (void)app::merge_reports(dir);
+    ADD_FAILURE() << "a kvsight.preflight/2 report was merged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("gpu-node-02.json: schema"), std::string::npos) << e.what();
+  }
+}
+
+// A report that judged the target's catalog total (no GPU) gives that max concurrency.
+TEST(ReportMerge, MaxConcurrencyIsTheJudgedCapacitys) {
+  const std::string dir = test::temp_dir("merge-judged");
+  nlohmann::json a = nlohmann::json::parse(fixture("gpu-node-01"));
+  a["capacity"]["catalog_total"]["max_concurrency"] = 7.03;
+  a["capacity"]["free_now"]["max_concurrency"] = 0.3;
+  a["capacity"]["judged"] = "catalog_total";
+  test::write_file(dir + "/gpu-node-01.json", a.dump());
+  EXPECT_DOUBLE_EQ(node(app::merge_reports(dir), "gpu-node-01").max_concurrency.value_or(-1), 7.03);
+  a["capacity"]["judged"] = "elsewhere";
+  test::write_file(dir + "/gpu-node-01.json", a.dump());
+  try {
+    (void)app::merge_reports(dir);
+    ADD_FAILURE() << "capacity.judged 'elsewhere' accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity.judged"), std::string::npos) << e.what();
+  }
+}
+
 std::string error_of(const std::string& dir) {
   try {
     (void)app::merge_reports(dir);

@@ -224,10 +224,22 @@ NodeRow read_report(const fs::path& path) {
       row.decode_split_us = r.number_or_null(decode[i], "split_us", at + ".split_us");
     }
   }
-  if (root.contains("capacity") && root["capacity"].is_object() && root["capacity"].contains("free_now") &&
-      root["capacity"]["free_now"].is_object())
-    row.max_concurrency = r.number_or_null(root["capacity"]["free_now"], "max_concurrency",
-                                           "capacity.free_now.max_concurrency");
+  // The capacity the node's verdict judged (capacity.judged, added within kvsight.preflight/1):
+  // the memory free now, or with no GPU the target GPU's catalog total; older reports have
+  // only free_now judged.
+  if (root.contains("capacity") && root["capacity"].is_object()) {
+    const json& capacity = root["capacity"];
+    std::string judged = "free_now";
+    if (capacity.contains("judged") && !capacity["judged"].is_null()) {
+      if (!capacity["judged"].is_string() ||
+          (capacity["judged"] != "free_now" && capacity["judged"] != "catalog_total"))
+        r.fail("capacity.judged", "is not \"free_now\" or \"catalog_total\"");
+      judged = capacity["judged"].get<std::string>();
+    }
+    if (capacity.contains(judged) && capacity[judged].is_object())
+      row.max_concurrency =
+          r.number_or_null(capacity[judged], "max_concurrency", "capacity." + judged + ".max_concurrency");
+  }
 
   if (root.contains("reasons") && root["reasons"].is_array()) {
     for (const json& reason : root["reasons"]) {
@@ -383,14 +395,22 @@ MergeOutcome merge_reports(const std::string& directory) {
 
   // The fleet's setup, part by part: the value more than half the reports hold.
   // Every report's setup has read_setup's parts, in its order.
+  // A part no majority holds but the nodes disagree on (two nodes, two models): every node is
+  // flagged with the values the fleet holds, since no figure is comparable to another's.
   std::map<std::string, std::string> setup_majority;
+  std::map<std::string, std::vector<std::string>> setup_mixed;  // part -> its distinct values
   for (std::size_t i = 0; !reported.empty() && i < reported.front().setup.size(); ++i) {
     const std::string& part = reported.front().setup[i].first;
     std::vector<std::string> values;
     for (const NodeRow& m : reported) values.push_back(m.setup[i].second);
     setup_majority[part] = majority(values);
-    if (setup_majority[part].empty() && reported.size() > 1)
-      out.notes.push_back("no " + part + " is held by more than half the nodes: setup outliers not judged");
+    std::vector<std::string> distinct = values;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    if (setup_majority[part].empty() && distinct.size() > 1) {
+      setup_mixed[part] = distinct;
+      out.notes.push_back("no " + part + " is held by more than half the nodes: every node is flagged");
+    }
   }
   for (NodeRow& n : out.nodes) {
     if (n.verdict == "PASS")
@@ -430,6 +450,13 @@ MergeOutcome merge_reports(const std::string& directory) {
       if (!fleet.empty() && value != fleet)
         n.outlier_reasons.push_back("checked another setup: " + part + " '" + value + "' differs from the fleet's '" +
                                     fleet + "'; its figures are not comparable");
+      if (const auto mixed = setup_mixed.find(part); mixed != setup_mixed.end()) {
+        std::string all;
+        for (const std::string& v : mixed->second) all += (all.empty() ? "'" : ", '") + v + "'";
+        n.outlier_reasons.push_back("mixed setups: " + part + " '" + value + "' (" + n.file + "); the fleet holds " +
+                                    std::to_string(mixed->second.size()) + " with no majority (" + all +
+                                    "): figures are not comparable");
+      }
     }
     if (!out.majority_driver.empty() && n.driver_version != out.majority_driver)
       n.outlier_reasons.push_back("driver version '" + n.driver_version + "' differs from the fleet's '" +

@@ -40,7 +40,7 @@ struct NodeRow {
   std::optional<double> bandwidth_bytes_per_s;
   std::optional<double> decode_engine_path_us;  // decode[] at kMergeDecodeContext
   std::optional<double> decode_split_us;
-  std::optional<double> max_concurrency;     // capacity.free_now.max_concurrency
+  std::optional<double> max_concurrency;     // the judged capacity's (capacity.judged; free_now before it)
   // What the node was asked to check, part by part ({"model", "llama-3.1-8b"}, {"engine",
   // "vllm 0.33.0"}, {"flags", "TP 1, PP 1, ..."}, {"kvsight", "0.1.0"}): a node that ran
   // another setup than the fleet's is an outlier, its figures are not comparable.
