@@ -347,7 +347,7 @@ void attach_fixes(std::vector<PreflightReason>& reasons, const PreflightFacts& f
       fix.kind = "target_gpu";
       fix.flag = "--gpu ID";
       fix.text = "run on the GPU node to measure it; kvsight preflight --gpu names the GPU capacity is judged "
-                 "for (now " + facts.target_gpu + "; `kvsight catalog gpus` lists them)";
+                 "for (now " + facts.target_gpu + "; `kvsight gpus` lists them)";
       fixes.push_back(fix);
     } else if (r.code == "measurement_not_converged") {
       fixes.push_back(action("action", "rerun when the host is idle; --full samples each figure longer"));
