@@ -3,7 +3,9 @@
 every field checked against the Kubernetes API schema that is available offline (the
 models of the Kubernetes Python client, python3-kubernetes, generated from the API's
 OpenAPI spec: an unknown or misspelt field, a wrong type or a missing required field
-fails), then the fields a fleet preflight Job needs.
+fails), then the fields a fleet preflight Job needs: one pod per GPU (issue #23 item 6), the report
+files per run, node and GPU, and the image Dockerfile builds. Validation against the API's
+JSON schemas of several Kubernetes versions is tests/test_fleet_lint.py.
 
 Usage: test_cluster_yaml.py [PATH]. Exit 0 pass, 1 a check failed, 77 the schema package is
 missing outside CI (skip; under CI=1 a missing package is a failure).
@@ -89,6 +91,13 @@ def check_against_schema(value, type_name, where):
         fail(where, f"{type_name}: {e}")
 
 
+# The image names: Dockerfile's targets, tagged with the project's version (Dockerfile header).
+repo = os.path.join(os.path.dirname(os.path.abspath(path)), "..", "..")
+with open(os.path.join(repo, "CMakeLists.txt")) as f:
+    project_version = re.search(r"project\(kvsight VERSION ([0-9.]+)", f.read()).group(1)
+with open(os.path.join(repo, "Dockerfile")) as f:
+    dockerfile = f.read()
+
 with open(path) as f:
     documents = [d for d in yaml.safe_load_all(f) if d is not None]
 
@@ -117,13 +126,15 @@ for n, job in enumerate(documents):
     pod_labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
     if pod.get("restartPolicy") not in ("Never", "OnFailure"):
         fail(where, "template.spec.restartPolicy must be Never or OnFailure for a Job")
-    # One pod per node: a required anti-affinity on the hostname that selects these pods.
+    # One pod per GPU (issue #23 item 6): preflight probes the one device it sees, so a pod per
+    # node with one GPU left the node's other GPUs unchecked. A required anti-affinity on the
+    # hostname would again allow one pod, so one GPU, per node.
     terms = pod.get("affinity", {}).get("podAntiAffinity", {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution", [])
-    if not any(t.get("topologyKey") == "kubernetes.io/hostname" and
-               all(pod_labels.get(k) == v for k, v in t.get("labelSelector", {}).get("matchLabels", {}).items()) and
-               t.get("labelSelector", {}).get("matchLabels") for t in terms):
-        fail(where, "no required podAntiAffinity on kubernetes.io/hostname selecting the Job's own pods")
+    if any(t.get("topologyKey") == "kubernetes.io/hostname" for t in terms):
+        fail(where, "a required podAntiAffinity on kubernetes.io/hostname allows one pod (one GPU) per node")
+    if not isinstance(spec.get("activeDeadlineSeconds"), int) or spec.get("activeDeadlineSeconds") < 1:
+        fail(where, "no spec.activeDeadlineSeconds: a pod Pending on a busy GPU would keep the Job open forever")
     if not pod.get("nodeSelector"):
         fail(where, "no nodeSelector: pods could land on nodes without GPUs")
     containers = pod.get("containers", [])
@@ -150,13 +161,28 @@ for n, job in enumerate(documents):
     script = " ".join(c.get("command", []) + c.get("args", []))
     if "kvsight preflight" not in script or "--format json" not in script:
         fail(where, "the container does not run kvsight preflight --format json")
-    if not any(f"{p}/${{NODE_NAME}}.json" in script for p in mounts.values()):
-        fail(where, "the report is not written to <mount>/${NODE_NAME}.json")
-    if not any(f"{p}/${{NODE_NAME}}.exit" in script for p in mounts.values()):
-        fail(where, "the exit code is not kept in <mount>/${NODE_NAME}.exit")
+    # Files per GPU in a directory per run and node: <mount>/<Job uid>/<node>/gpu-<index>.{json,exit}
+    # (scripts/cluster/merge-by-node.sh reads that layout).
+    per_gpu = 'dir="{}/${{JOB_UID}}/${{NODE_NAME}}"'
+    if not any(per_gpu.format(p) in script for p in mounts.values()):
+        fail(where, "the reports do not go to <mount>/${JOB_UID}/${NODE_NAME}/")
+    if 'file="$dir/gpu-${JOB_COMPLETION_INDEX}"' not in script:
+        fail(where, "the file name is not gpu-${JOB_COMPLETION_INDEX}: two GPUs of a node would overwrite each other")
+    if '--output "$file.json"' not in script or 'echo "$code" > "$file.exit"' not in script:
+        fail(where, "the report and the exit code are not kept in $file.json and $file.exit")
     env = {e["name"]: e for e in c.get("env", [])}
     if env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
         fail(where, "NODE_NAME does not come from spec.nodeName")
+    if env.get("JOB_UID", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != \
+            "metadata.labels['controller-uid']":
+        fail(where, "JOB_UID does not come from the pod's controller-uid label (the Job's uid)")
+    # The image is the one Dockerfile builds for this vendor and this version of kvsight.
+    target = {"nvidia": "cuda", "amd": "rocm"}[vendor]
+    if c.get("image") != f"kvsight:{project_version}-{target}":
+        fail(where, f"image is {c.get('image')!r}; Dockerfile's target {target} is tagged "
+                    f"kvsight:{project_version}-{target} (CMakeLists.txt project VERSION)")
+    if not re.search(rf"^FROM \S+ AS {target}$", dockerfile, re.M):
+        fail(where, f"Dockerfile has no stage named {target} for this Job's image")
 
 if set(vendors) != {"nvidia", "amd"}:
     fail(path, f"vendors {sorted(map(str, vendors))}; expected one Job each for nvidia and amd")
