@@ -68,7 +68,7 @@ build_device() {
 DRY_RUN=0
 [ $# -ge 1 ] || usage
 case "$1" in
-  --help | -h) sed -n 2,50p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --help | -h) sed -n 2,49p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --build)
     [ $# -le 2 ] || usage
     build_device "${2:-}" || exit 3
