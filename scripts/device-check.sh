@@ -117,9 +117,11 @@ record() {
 }
 
 # summary [STOPPED_REASON]: writes summary.json / summary.md (device-check-summary.py).
+# (The summary script exits 1 when the checks did not pass; whether it wrote is the file.)
 summary() {
-  python3 "$ROOT/scripts/device-check-summary.py" "$OUT" "$(elapsed)" "${1:-}" ||
-    echo "device-check: the summary could not be written (python3?)" >&2
+  rm -f "$OUT/summary.json"
+  python3 "$ROOT/scripts/device-check-summary.py" "$OUT" "$(elapsed)" "${1:-}"
+  [ -s "$OUT/summary.json" ] || echo "device-check: the summary could not be written (python3?)" >&2
 }
 
 # stop CODE MESSAGE: a problem no check can run past; the summary says why.

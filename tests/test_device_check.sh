@@ -125,6 +125,7 @@ total=$(summary_field "$tmp/c" steps.total)
 grep -q "| check_nosplit_hd256_g6_bs784_fp16 | failed | 3 | kvsight: device error" "$tmp/c/summary.md" ||
   fail "C: summary.md does not list the failed check with its message"
 grep -q "^Checks FAILED.$" "$tmp/c/summary.md" || fail "C: summary.md does not end FAILED"
+grep -q "could not be written" <<<"$out" && fail "C: the script claims the summary was not written"
 [[ -s "$tmp/c/headline.json" && -s "$tmp/c/preflight.json" ]] || fail "C: the checks after the failures did not run"
 
 # ---- D. the budget: 30 s, 1 s per probe call; the summary still comes, within the budget.
