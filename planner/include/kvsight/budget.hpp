@@ -103,6 +103,12 @@ struct Capacity {
   bool fits = false;                        // at least one sequence of max_model_len fits
   std::uint64_t largest_max_model_len = 0;  // the largest max_model_len that fits (search)
   std::uint32_t limiting_rank = 0;          // rank (tp*stage+r) that gave the minimum
+  // The most sequences the engine runs at once whatever the KV cache holds (issue #22 item 4):
+  // vLLM max_num_seqs, SGLang --max-running-requests, TensorRT-LLM max_batch_size, llama.cpp's
+  // slots; 0 when kvsight knows no such cap of the engine. `max_running_source` says where
+  // it comes from ("--max-num-seqs", "vLLM default ...").
+  std::uint64_t max_running = 0;
+  std::string max_running_source;
 };
 
 struct PlanResult {
@@ -148,6 +154,7 @@ enum class OptionField {
   kv_unified,
   speculative_config,
   kv_transfer_config,
+  n_gpu_layers,
 };
 
 // One option as an engine's own command line spells it ("--tp-size" for SGLang).
@@ -188,6 +195,7 @@ struct StartupCheck {
 };
 
 struct EngineDecision;  // kvsight/engine_decision.hpp
+struct Launcher;        // kvsight/launcher.hpp
 struct GateInput;       // kvsight/gates.hpp
 struct KernelVerdict;
 struct GateResult;
@@ -214,6 +222,10 @@ class Engine {
   virtual std::vector<EngineFlag> flags() const = 0;
   // Whether `field` is one of them (flags()).
   bool reads(OptionField field) const;
+  // The command that starts the engine's server, every flag of its parser and what kvsight
+  // does with each (kvsight/launcher.hpp, issue #22); a static the engine owns. nullptr: no
+  // launch line is read for this engine.
+  virtual const Launcher* launcher() const { return nullptr; }
   // Allowed values of the KV cache type option(s) the engine reads (kv_cache_dtype,
   // or cache_type_k / cache_type_v for llama.cpp and exllama).
   virtual std::vector<std::string> kv_cache_dtypes() const = 0;

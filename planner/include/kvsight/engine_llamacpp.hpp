@@ -19,6 +19,10 @@ struct LlamacppOptions {
   bool swa_full = false;             // --swa-full
   std::uint64_t ubatch_size = 512;   // --ubatch-size (n_ubatch)
   bool kv_unified = false;           // --kv-unified
+  // --n-gpu-layers / -ngl: "auto" (the default, -1), "all" (-2), or a number of layers kept
+  // on the GPU; fewer than all is refused until the host/device split is planned (issue #22
+  // item 5).
+  std::string n_gpu_layers = "auto";
 };
 
 }  // namespace kvsight

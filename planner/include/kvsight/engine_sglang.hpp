@@ -10,6 +10,9 @@ struct SglangOptions {
   // --max-mamba-cache-size: recurrent-state slots of a hybrid model (default: carved from
   // the rest of memory, sglang.cpp); no kvsight flag sets it yet.
   std::optional<std::uint64_t> max_mamba_cache_size;
+  // --max-running-requests: requests running at once (issue #22 item 4; the field
+  // max_num_seqs, set by store_option).
+  std::optional<std::uint64_t> max_running_requests;
 };
 
 }  // namespace kvsight

@@ -35,6 +35,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "launch_tables.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/dtype.hpp"
@@ -266,6 +267,8 @@ class LlamaCppEngine final : public Engine {
   // common/arg.cpp (llama-server, llama-cli): -c/--ctx-size, -np/--parallel,
   // -ctk/--cache-type-k, -ctv/--cache-type-v, -fa/--flash-attn, --swa-full,
   // -ub/--ubatch-size, -kvu/--kv-unified.
+  // Its server command and what kvsight does with each flag (llamacpp_launch.cpp, issue #22).
+  const Launcher* launcher() const override { return &engine_detail::llamacpp_launcher(); }
   std::vector<EngineFlag> flags() const override {
     return {{OptionField::ctx_size, {"--ctx-size", "-c"}},
             {OptionField::parallel, {"--parallel", "-np"}},
@@ -274,7 +277,8 @@ class LlamaCppEngine final : public Engine {
             {OptionField::flash_attn, {"--flash-attn", "-fa"}},
             {OptionField::swa_full, {"--swa-full"}},
             {OptionField::ubatch_size, {"--ubatch-size", "-ub"}},
-            {OptionField::kv_unified, {"--kv-unified", "-kvu"}}};
+            {OptionField::kv_unified, {"--kv-unified", "-kvu"}},
+            {OptionField::n_gpu_layers, {"--n-gpu-layers", "-ngl", "--gpu-layers"}}};
   }
   // common/arg.cpp kv_cache_types.
   std::vector<std::string> kv_cache_dtypes() const override {
@@ -403,6 +407,20 @@ std::unique_ptr<EngineLogReader> LlamaCppEngine::log_reader() const {
 // = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
 // fit_params_target 1 GiB per device) when it does not fit.
 LengthChoice LlamaCppEngine::max_model_len(const ModelSpec& model, const EngineOptions& options) const {
+  // common/arg.cpp -ngl N (b11312): llama.cpp keeps the first n_layer - N repeating layers (and
+  // their KV, llama-kv-cache.cpp: a layer's cache lives on its layer's device) in host memory;
+  // N > n_layer also offloads the output layer. kvsight plans every layer on the device, so a
+  // partial offload is refused rather than planned as if it were whole (issue #22 item 5).
+  const std::string& ngl = options.llamacpp.n_gpu_layers;
+  if (ngl != "auto" && ngl != "all") {
+    const std::uint64_t on_gpu = std::stoull(ngl);
+    const std::uint32_t n_layer = llama_n_layer(model);
+    if (on_gpu < n_layer)
+      throw InputError("n_gpu_layers", "is " + ngl + ": " + std::to_string(n_layer - on_gpu) + " of " +
+                                           std::to_string(n_layer) +
+                                           " layers and their KV stay in host memory, which kvsight does not plan "
+                                           "yet; allowed: all, auto, or at least " + std::to_string(n_layer));
+  }
   const int build = version(options).build;
   LengthChoice c;
   c.derived = model.max_position_embeddings;
@@ -613,6 +631,9 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   cap.max_model_len = slot_ctx;
   cap.fits = cache.total() <= cap.available_kv_bytes;
   cap.max_concurrency = cap.fits ? static_cast<double>(n_par) : 0.0;
+  // Each slot serves one request at a time (tools/server: n_parallel slots).
+  cap.max_running = n_par;
+  cap.max_running_source = options.llamacpp.parallel_given ? "--parallel" : "llama-server's default slots";
   // Largest --ctx-size that fits (KV grows monotonically with n_ctx), reported per slot.
   auto fits_ctx = [&](std::uint64_t ctx) {
     CacheParams q = p;

@@ -60,7 +60,12 @@ const std::vector<OptionFieldInfo>& option_fields() {
        K::count,
        "tokens per scheduler step (default by GPU and version)",
        {}},
-      {F::max_num_seqs, "max_num_seqs", {}, K::count, "sequences per step (default by GPU and version)", {}},
+      {F::max_num_seqs,
+       "max_num_seqs",
+       {},
+       K::count,
+       "sequences running at once (default by engine, GPU and version)",
+       {}},
       {F::kv_cache_memory_bytes,
        "kv_cache_memory_bytes",
        {},
@@ -140,6 +145,12 @@ const std::vector<OptionFieldInfo>& option_fields() {
        "\"kv_both\"}': "
        "names the connector; state its GPU memory with --kv-transfer-gib",
        {}},
+      {F::n_gpu_layers,
+       "n_gpu_layers",
+       {},
+       K::text,
+       "layers kept on the GPU: auto, all, or a number (fewer than all is not planned yet)",
+       {}},
   };
   return fields;
 }
@@ -179,11 +190,17 @@ void store_option(EngineOptions& o, OptionField field, std::uint64_t value) {
     case F::block_size:
       o.block_size = static_cast<std::uint32_t>(value);
       return;
+    // The tokens of one scheduler step and the sequences running at once: vLLM's
+    // max_num_batched_tokens / max_num_seqs, TensorRT-LLM's max_num_tokens / max_batch_size,
+    // SGLang's max_running_requests; each engine reads its own.
     case F::max_num_batched_tokens:
       o.vllm.max_num_batched_tokens = value;
+      o.trtllm.max_num_tokens = value;
       return;
     case F::max_num_seqs:
       o.vllm.max_num_seqs = value;
+      o.sglang.max_running_requests = value;
+      o.trtllm.max_batch_size = value;
       return;
     case F::kv_cache_memory_bytes:
       o.vllm.kv_cache_memory_bytes = value;
@@ -221,6 +238,9 @@ void store_option(EngineOptions& o, OptionField field, const std::string& value)
       return;
     case F::flash_attn:
       o.llamacpp.flash_attn = value;
+      return;
+    case F::n_gpu_layers:
+      o.llamacpp.n_gpu_layers = value;
       return;
     default:
       throw std::logic_error("store_option: " + option_field(field).name + " is not a text field");
@@ -266,6 +286,12 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
     case F::cache_type_v:
       if (text.empty()) throw InputError(name, "is empty; allowed: one of the engine's cache types");
       store_option(o, field, std::string(text));
+      return;
+    case F::n_gpu_layers:
+      // common/arg.cpp -ngl: "auto" (-1), "all" (-2) or a number of layers.
+      if (text != "auto" && text != "all" && text != "-1" && text != "-2")
+        (void)count(0, kMaxLength);
+      store_option(o, field, text == "-1" ? std::string("auto") : text == "-2" ? std::string("all") : std::string(text));
       return;
     case F::flash_attn:
       if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())

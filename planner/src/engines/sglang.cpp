@@ -22,6 +22,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "launch_tables.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/engine_decision.hpp"
@@ -50,13 +51,16 @@ class SglangEngine final : public Engine {
   bool has_gate_rules() const override { return true; }
   // python/sglang/srt/server_args.py add_cli_args: --tensor-parallel-size/--tp-size,
   // --pipeline-parallel-size/--pp-size, --context-length, --page-size.
+  // Its server command and what kvsight does with each flag (sglang_launch.cpp, issue #22).
+  const Launcher* launcher() const override { return &engine_detail::sglang_launcher(); }
   std::vector<EngineFlag> flags() const override {
     return {{OptionField::tensor_parallel_size, {"--tp-size", "--tensor-parallel-size"}},
             {OptionField::pipeline_parallel_size, {"--pp-size", "--pipeline-parallel-size"}},
             {OptionField::kv_cache_dtype, {"--kv-cache-dtype"}},
             {OptionField::block_size, {"--page-size"}},
             {OptionField::max_model_len, {"--context-length"}},
-            {OptionField::mem_fraction_static, {"--mem-fraction-static"}}};
+            {OptionField::mem_fraction_static, {"--mem-fraction-static"}},
+            {OptionField::max_num_seqs, {"--max-running-requests"}}};
   }
   // server_args.py --kv-cache-dtype choices (the ones the dtype table models).
   std::vector<std::string> kv_cache_dtypes() const override {
@@ -248,6 +252,12 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
   cap.fits = tokens >= context_len && tokens > 0;
   cap.largest_max_model_len = tokens;
   cap.limiting_rank = stage * options.tp;
+  // --max-running-requests caps the requests running at once; unset, SGLang derives its cap
+  // from the pool (not modelled here), so no cap is stated.
+  if (options.sglang.max_running_requests) {
+    cap.max_running = *options.sglang.max_running_requests;
+    cap.max_running_source = "--max-running-requests";
+  }
   if (rest_kv <= 0) {
     result.warnings.push_back("Not enough memory. Please try to increase --mem-fraction-static.");
   } else if (!cap.fits) {

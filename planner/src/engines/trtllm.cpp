@@ -15,6 +15,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "launch_tables.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/engine_decision.hpp"
@@ -45,6 +46,8 @@ class TrtllmEngine final : public Engine {
   // trtllm-serve (tensorrt_llm/commands/serve.py): --tp_size, --pp_size, --max_seq_len,
   // --kv_cache_free_gpu_memory_fraction; tokens_per_block is a KvCacheConfig field
   // (extra LLM-API options), given here as --tokens-per-block.
+  // Its server command and what kvsight does with each flag (trtllm_launch.cpp, issue #22).
+  const Launcher* launcher() const override { return &engine_detail::trtllm_launcher(); }
   std::vector<EngineFlag> flags() const override {
     return {{OptionField::tensor_parallel_size, {"--tp_size"}},
             {OptionField::pipeline_parallel_size, {"--pp_size"}},
@@ -52,7 +55,11 @@ class TrtllmEngine final : public Engine {
             {OptionField::block_size, {"--tokens-per-block"}},
             {OptionField::max_model_len, {"--max_seq_len", "--max-seq-len"}},
             {OptionField::free_gpu_memory_fraction,
-             {"--kv_cache_free_gpu_memory_fraction", "--free-gpu-memory-fraction"}}};
+             {"--kv_cache_free_gpu_memory_fraction", "--free-gpu-memory-fraction"}},
+            // tensorrt_llm/commands/serve.py (trtllm-serve): requests scheduled at once and
+            // tokens per step.
+            {OptionField::max_num_seqs, {"--max_batch_size"}},
+            {OptionField::max_num_batched_tokens, {"--max_num_tokens"}}};
   }
   // LLM-API KvCacheConfig.dtype.
   std::vector<std::string> kv_cache_dtypes() const override { return {"auto", "fp8", "nvfp4", "int8"}; }
@@ -191,6 +198,11 @@ PlanResult TrtllmEngine::budget(const EngineDecision& decision, const ModelSpec&
   cap.fits = cap.num_blocks >= pages && cap.num_blocks > 0;
   cap.largest_max_model_len = cap.kv_tokens;
   cap.limiting_rank = stage * options.tp;
+  // max_batch_size: requests the scheduler runs at once (tensorrt_llm/builder.py BuildConfig
+  // max_batch_size = 2048, trtllm-serve's default; commands/serve.py --max_batch_size).
+  cap.max_running = options.trtllm.max_batch_size.value_or(2048);
+  cap.max_running_source =
+      options.trtllm.max_batch_size ? "--max_batch_size" : "TensorRT-LLM default max_batch_size (BuildConfig)";
   result.engine_log.push_back(
       "[TensorRT-LLM][INFO] Memory usage when calculating max tokens in paged kv cache: "
       "total: " +

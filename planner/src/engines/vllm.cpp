@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "launch_tables.hpp"
 #include "kvsight/ascii.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/checked.hpp"
@@ -842,6 +843,8 @@ class VllmEngine final : public Engine {
   std::string default_version() const override { return vllm_versions().back(); }
   bool has_gate_rules() const override { return true; }
   // vllm/engine/arg_utils.py EngineArgs.add_cli_args (-tp/-pp short forms since 0.6).
+  // Its server command and what kvsight does with each flag (vllm_launch.cpp, issue #22).
+  const Launcher* launcher() const override { return &engine_detail::vllm_launcher(); }
   std::vector<EngineFlag> flags() const override {
     return {{OptionField::tensor_parallel_size, {"--tensor-parallel-size", "-tp"}},
             {OptionField::pipeline_parallel_size, {"--pipeline-parallel-size", "-pp"}},
@@ -1256,6 +1259,11 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
   ReportFigures report = report_figures(in);
   cap.kv_tokens = report.kv_tokens;
   cap.max_concurrency = report.max_concurrency;
+  // config/scheduler.py max_num_seqs: the scheduler runs at most this many requests per step,
+  // however many the KV cache would hold.
+  cap.max_running = limits.max_num_seqs;
+  cap.max_running_source =
+      options.vllm.max_num_seqs ? "--max-num-seqs" : "vLLM default max_num_seqs (" + limits.why + ")";
   append(result.engine_log, report.engine_log);
   if (!cap.fits)
     result.warnings.push_back("max_model_len " + std::to_string(max_model_len) +

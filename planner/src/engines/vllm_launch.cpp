@@ -1,0 +1,121 @@
+// vLLM's launcher, `vllm serve MODEL ...` (issue #22), read in vLLM 0.33.0:
+//   vllm/entrypoints/common/cli_args.py make_arg_parser: the positional model_tag, --config
+//     (a YAML file of flags), --headless, --api-server-count, --grpc, then FrontendArgs and
+//     AsyncEngineArgs (engine/arg_utils.py add_cli_args: one flag per config field).
+//   vllm/utils/argparse_utils.py FlexibleArgumentParser: `--model M` is moved to the model
+//     position; "_" in a long flag's name is read as "-"; --config's keys are flag names.
+//   engine/arg_utils.py _compute_kwargs: max_model_len reads human_readable_int_or_auto;
+//     max_num_batched_tokens and kv_cache_memory_bytes human_readable_int; other ints int().
+// Every flag of the parser is in vllm_parser_flags.cpp; the rules below are the ones that
+// change the memory kvsight plans. A flag with no rule has no effect on it (the frontend,
+// logging, tokenizer, parsers, distributed plumbing, sampling limits).
+#include "launch_tables.hpp"
+
+namespace kvsight::engine_detail {
+
+namespace {
+
+using F = OptionField;
+using G = ValueGrammar;
+
+LaunchRule apply(std::string name, F field, G grammar) { return {std::move(name), FlagUse::apply, field, grammar, ""}; }
+LaunchRule refuse(std::string name, std::string why) {
+  return {std::move(name), FlagUse::refuse, std::nullopt, G::text, std::move(why)};
+}
+LaunchRule note(std::string name, std::string why) {
+  return {std::move(name), FlagUse::apply, std::nullopt, G::text, std::move(why)};
+}
+
+}  // namespace
+
+const Launcher& vllm_launcher() {
+  static const Launcher launcher = [] {
+    Launcher l;
+    l.engine = "vllm";
+    l.commands = {{"vllm", "serve"}};
+    l.source = "vLLM 0.33.0 vllm/engine/arg_utils.py, vllm/entrypoints/common/cli_args.py";
+    l.positional_model = true;
+    l.underscores_are_dashes = true;
+    l.abbreviations = true;  // FlexibleArgumentParser keeps argparse's allow_abbrev
+    l.flags = &vllm_parser_flags();
+    const std::string kv_layout = "changes the KV cache layout kvsight plans (not modelled)";
+    l.rules = {
+        {"--model", FlagUse::model, std::nullopt, G::text, ""},
+        {"--config", FlagUse::config, std::nullopt, G::text, ""},
+        apply("--tensor-parallel-size", F::tensor_parallel_size, G::python_int),
+        apply("--pipeline-parallel-size", F::pipeline_parallel_size, G::python_int),
+        apply("--max-model-len", F::max_model_len, G::vllm_int_or_auto),
+        apply("--gpu-memory-utilization", F::gpu_memory_utilization, G::python_float),
+        apply("--kv-cache-dtype", F::kv_cache_dtype, G::text),
+        apply("--block-size", F::block_size, G::python_int),
+        apply("--max-num-batched-tokens", F::max_num_batched_tokens, G::vllm_int),
+        apply("--max-num-seqs", F::max_num_seqs, G::python_int),
+        apply("--kv-cache-memory-bytes", F::kv_cache_memory_bytes, G::vllm_int),
+        apply("--enforce-eager", F::enforce_eager, G::text),
+        apply("--enable-prefix-caching", F::enable_prefix_caching, G::text),
+        apply("--no-enable-prefix-caching", F::disable_prefix_caching, G::text),
+        apply("--async-scheduling", F::async_scheduling, G::text),
+        apply("--no-async-scheduling", F::no_async_scheduling, G::text),
+        apply("--speculative-config", F::speculative_config, G::text),
+        apply("--kv-transfer-config", F::kv_transfer_config, G::text),
+        // config/model.py ModelDType: auto takes the checkpoint's dtype, as kvsight does;
+        // half/float16/bfloat16 are 2 bytes like the 16-bit checkpoints kvsight plans.
+        {"--dtype", FlagUse::apply, std::nullopt, G::text, "16-bit weights, as kvsight plans them",
+         {"auto", "half", "float16", "bfloat16"}},
+        // Each data-parallel rank is a whole replica: the plan is one replica's (per GPU the
+        // same), unless expert parallelism shards MoE weights over DP x TP (refused below).
+        note("--data-parallel-size", "each data-parallel rank is a replica of this plan"),
+        note("--no-enforce-eager", "the default (CUDA graphs on)"),
+        note("--enable-chunked-prefill", "the default in vLLM V1"),
+        refuse("--quantization",
+               "quantizes the weights at load: kvsight sizes the checkpoint's own weights; drop the flag and "
+               "give --weights-gib"),
+        refuse("--quantization-config", "quantizes the weights at load (not modelled)"),
+        refuse("--hf-overrides", "overrides the model's config: give kvsight the overridden config.json"),
+        refuse("--enable-expert-parallel", "shards MoE experts over DP x TP; kvsight shards weights over TP only"),
+        refuse("--enable-eplb", "adds redundant experts' weights (not modelled)"),
+        refuse("--cpu-offload-gb", "keeps part of the weights in host memory; kvsight plans them all on the GPU"),
+        refuse("--cpu-offload-params", "keeps weights in host memory (not modelled)"),
+        refuse("--offload-backend", "keeps weights in host memory (not modelled)"),
+        refuse("--offload-params", "keeps weights in host memory (not modelled)"),
+        refuse("--kv-offloading-size", "moves KV blocks to host memory (not modelled)"),
+        refuse("--kv-offloading-backend", "moves KV blocks to host memory (not modelled)"),
+        refuse("--num-gpu-blocks-override", "sets the number of KV blocks directly (not modelled)"),
+        refuse("--kv-cache-dtype-skip-layers", "keeps some layers' KV in another dtype (not modelled)"),
+        refuse("--disable-sliding-window", kv_layout),
+        refuse("--disable-hybrid-kv-cache-manager", kv_layout),
+        refuse("--kv-sharing-fast-prefill", kv_layout),
+        refuse("--decode-context-parallel-size", "shards the KV cache over decode context-parallel ranks (not modelled)"),
+        refuse("--prefill-context-parallel-size", "shards the KV cache over prefill context-parallel ranks (not modelled)"),
+        refuse("--mamba-cache-dtype", "changes the recurrent state's dtype (not modelled)"),
+        refuse("--mamba-ssm-cache-dtype", "changes the recurrent state's dtype (not modelled)"),
+        refuse("--mamba-block-size", "changes the recurrent state's block size (not modelled)"),
+        refuse("--mamba-cache-mode", "changes how many state pages a sequence keeps (not modelled)"),
+        refuse("--enable-mamba-shared-prefix-checkpoint", "keeps more state pages per sequence (not modelled)"),
+        refuse("--enable-lora", "LoRA adapters take GPU memory kvsight does not size"),
+        refuse("--mm-ipc-gpu-memory-gb", "reserves GPU memory for multimodal IPC (not modelled)"),
+        refuse("--language-model-only", "drops the vision tower's weights (not modelled)"),
+        refuse("--attention-backend",
+               "forces an attention backend; kvsight selects it by vLLM's own rules (kvsight gates)"),
+        refuse("--attention-config", "forces attention options; kvsight selects them by vLLM's own rules"),
+        refuse("--compilation-config",
+               "changes the CUDA-graph memory kvsight estimates; state it with --cuda-graph-gib"),
+        refuse("--cudagraph-capture-sizes",
+               "changes the CUDA-graph memory kvsight estimates; state it with --cuda-graph-gib"),
+        refuse("--max-cudagraph-capture-size",
+               "changes the CUDA-graph memory kvsight estimates; state it with --cuda-graph-gib"),
+        refuse("--optimization-level", "changes the CUDA-graph mode and its memory (not modelled)"),
+        refuse("--max-num-active-seqs",
+               "caps running requests below --max-num-seqs; kvsight reports --max-num-seqs as the cap"),
+        refuse("--spec-method", "give the draft as --speculative-config JSON, which kvsight reads"),
+        refuse("--spec-model", "give the draft as --speculative-config JSON, which kvsight reads"),
+        refuse("--spec-tokens", "give the draft as --speculative-config JSON, which kvsight reads"),
+        refuse("--no-enable-chunked-prefill",
+               "changes the tokens per step and the activation peak kvsight estimates (not modelled)"),
+    };
+    return l;
+  }();
+  return launcher;
+}
+
+}  // namespace kvsight::engine_detail
