@@ -9,6 +9,7 @@
 #include "kvsight/catalog_data.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gpu.hpp"
+#include "kvsight/suggest.hpp"
 
 namespace kvsight {
 
@@ -61,6 +62,7 @@ std::vector<GpuSpec> load_gpus() {
     spec.fp16_tflops = g.value("fp16_tflops", 0.0);
     spec.source = g.value("source", "");
     spec.notes = g.value("notes", "");
+    spec.aliases = g.value("aliases", std::vector<std::string>{});
     gpus.push_back(std::move(spec));
   }
   return gpus;
@@ -94,13 +96,41 @@ const std::vector<GpuSpec>& gpu_catalog() {
   return gpus;
 }
 
+namespace {
+// "NVIDIA  H100 80GB HBM3 " and "nvidia h100 80gb hbm3" are the same name: case and runs of
+// spaces do not matter in a pasted device name.
+std::string name_key(const std::string& name) {
+  std::string key;
+  for (char c : name) {
+    if (c == ' ' || c == '\t') {
+      if (!key.empty() && key.back() != ' ') key += ' ';
+      continue;
+    }
+    key += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (!key.empty() && key.back() == ' ') key.pop_back();
+  return key;
+}
+}  // namespace
+
 const GpuSpec& find_gpu(const std::string& id) {
-  // "H200", "h200" and "RTX4090" name the same entries.
+  // "H200", "h200" and "RTX4090" name the same entries; so do the aliases ("h100", and the
+  // names nvidia-smi and rocm-smi print: "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X").
   for (const auto& g : gpu_catalog())
     if (same_ignoring_case(g.id, id)) return g;
+  const std::string key = name_key(id);
+  for (const auto& g : gpu_catalog())
+    for (const std::string& alias : g.aliases)
+      if (name_key(alias) == key) return g;
   std::string ids;
-  for (const auto& g : gpu_catalog()) ids += (ids.empty() ? "" : ", ") + g.id;
-  throw InputError("--gpu", "unknown GPU '" + id + "'; allowed: " + ids + " (or --gpu-mem-gib X)");
+  std::vector<std::string> names;
+  for (const auto& g : gpu_catalog()) {
+    ids += (ids.empty() ? "" : ", ") + g.id;
+    names.push_back(g.id);
+    names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+  }
+  throw InputError("--gpu", "unknown GPU '" + id + "'" + did_you_mean(id, names) + "; allowed: " + ids +
+                                " (or --gpu-mem-gib X)");
 }
 
 std::vector<std::string> expand_gpu_list(const std::string& arg) {

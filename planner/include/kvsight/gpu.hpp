@@ -21,6 +21,9 @@ struct GpuSpec {
   double fp16_tflops = 0.0;                   // dense fp16/bf16 tensor peak
   std::string source;                         // where the figures come from
   std::string notes;
+  // Other names users type for it (issue #22 item 6): short forms ("h100") and the names
+  // nvidia-smi / rocm-smi print ("NVIDIA H100 80GB HBM3"); docs/reference/gpu-names.md.
+  std::vector<std::string> aliases;
 };
 
 const std::vector<GpuSpec>& gpu_catalog();

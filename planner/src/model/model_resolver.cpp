@@ -8,10 +8,12 @@
 #include <filesystem>
 #include <sstream>
 
+#include "kvsight/ascii.hpp"
 #include "kvsight/catalog.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/gguf.hpp"
 #include "kvsight/input_file.hpp"
+#include "kvsight/suggest.hpp"
 #include "kvsight/weights.hpp"
 
 namespace kvsight {
@@ -221,6 +223,37 @@ std::optional<fs::path> find_in_hf_cache(const std::string& org_name, std::vecto
 
 }  // namespace
 
+namespace {
+
+// "meta-llama/Llama-3.1-8B-Instruct" -> "meta-llama/llama-3.1-8b": the Hub id without the
+// suffixes that name a chat or instruct tune of the same base model.
+std::string base_model_key(const std::string& hub_id) {
+  std::string key = ascii_lower(hub_id);
+  bool stripped = true;
+  while (stripped) {
+    stripped = false;
+    for (const char* suffix : {"-instruct", "-chat", "-it", "-base", "-hf"}) {
+      const std::string s(suffix);
+      if (key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0) {
+        key.erase(key.size() - s.size());
+        stripped = true;
+      }
+    }
+  }
+  return key;
+}
+
+// The catalog entry whose Hub id is `hub_id`'s base or instruct variant, or nullptr.
+const CatalogModel* catalog_variant(const std::string& hub_id) {
+  if (hub_id.find('/') == std::string::npos) return nullptr;
+  const std::string key = base_model_key(hub_id);
+  for (const auto& m : model_catalog())
+    if (base_model_key(m.name) == key) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
 ModelSpec resolve_model(const std::string& model_arg) {
   if (model_arg.empty())
     throw InputError("--model",
@@ -300,6 +333,19 @@ ModelSpec resolve_model(const std::string& model_arg) {
   }
   std::string message =
       "'" + model_arg + "' is not a catalog id (see `kvsight models`), not a file or directory";
+  // Issue #22 item 6: a Hub id whose base or instruct variant is in the catalog has the same
+  // shape (fine-tunes keep config.json's shape); a near miss of a catalog id is a typo.
+  if (const CatalogModel* variant = catalog_variant(model_arg)) {
+    throw InputError("--model", message + ", and not in the local Hugging Face cache; the catalog's " +
+                                    variant->id + " (" + variant->name + ") is the same model's " +
+                                    "base or instruct variant, with the same shape: use --model " + variant->id +
+                                    " (kvsight never downloads)");
+  }
+  if (model_arg.find('/') == std::string::npos) {
+    std::vector<std::string> ids;
+    for (const auto& m : model_catalog()) ids.push_back(m.id);
+    message += did_you_mean(model_arg, ids);
+  }
   if (!tried.empty()) {
     message += ", and not in the local Hugging Face cache (looked for";
     for (const auto& t : tried) message += " " + t;
