@@ -1,5 +1,6 @@
 // The top-level CLI: subcommands, global options, and the one place exceptions
 // become exit codes (README.md "JSON contract": 0 ok, 1 check failed, 2 bad input, 3 device).
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <utility>
@@ -7,6 +8,8 @@
 #include "commands.hpp"
 #include "flag_groups.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/launcher.hpp"
+#include "kvsight/suggest.hpp"
 #include "output_file.hpp"
 
 namespace kvsight::cli {
@@ -69,6 +72,75 @@ std::vector<InputPath> input_paths(const CLI::App& command) {
   return out;
 }
 
+// Issue #22 item 6: a word that is not a kvsight command is refused with the closest one,
+// before CLI11 reads it as a stray argument ("A subcommand is required").
+void check_command_word(const CLI::App& app, const std::vector<std::string>& arguments) {
+  if (arguments.size() < 2 || arguments[1].empty() || arguments[1][0] == '-') return;
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  if (std::find(names.begin(), names.end(), arguments[1]) != names.end()) return;
+  std::string listed;
+  for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+  throw InputError("command", "'" + arguments[1] + "' is not a kvsight command" + did_you_mean(arguments[1], names) +
+                                  "; commands: " + listed);
+}
+
+// A launch line typed without `--` ("kvsight plan vllm serve M ..."): its flags would be read as
+// kvsight's. Refused before parsing, naming the form that works.
+void check_launch_without_separator(const std::vector<std::string>& arguments) {
+  for (std::size_t i = 2; i < arguments.size(); ++i) {
+    if (arguments[i] == "--") return;
+    const std::string& previous = arguments[i - 1];
+    if (i > 2 && !previous.empty() && previous[0] == '-') continue;  // a flag's value
+    const std::string base = arguments[i].substr(arguments[i].find_last_of('/') + 1);
+    for (const Launcher* launcher : all_launchers()) {
+      const std::string& first = launcher->commands.front().front();
+      const bool python = first.rfind("python", 0) == 0 && base.rfind("python", 0) == 0;
+      if (base == first || python)
+        throw InputError("launch line", "'" + arguments[i] + "' starts a launch line; it goes after --, e.g. kvsight " +
+                                            arguments[1] + " --gpu h100 -- " + arguments[i] + " ...");
+    }
+  }
+}
+
+std::string stray_text(const std::vector<std::string>& words) {
+  std::string text;
+  for (std::size_t i = 0; i < words.size() && i < 3; ++i) text += (i ? " " : "") + words[i];
+  return text + (words.size() > 3 ? " ..." : "");
+}
+
+// Hints for flags CLI11 did not take: the closest flag of the command, and the engine whose
+// launcher has it (a launch line goes after --).
+void explain_unexpected(const CLI::App& app) {
+  const auto parsed = app.get_subcommands();
+  if (parsed.empty()) return;
+  const CLI::App& sub = *parsed.front();
+  std::vector<std::string> names;
+  for (const CLI::Option* option : sub.get_options()) {
+    for (const std::string& l : option->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : option->get_snames()) names.push_back("-" + s);
+  }
+  std::vector<std::string> words = app.remaining();
+  for (const std::string& w : sub.remaining()) words.push_back(w);
+  for (const std::string& word : words) {
+    if (word.size() < 2 || word[0] != '-') continue;
+    const std::string name = word.substr(0, word.find('='));
+    std::string owners;
+    for (const Launcher* launcher : all_launchers())
+      if (find_parser_flag(*launcher, name) != nullptr) {
+        std::string command;
+        for (const std::string& w : launcher->commands.front()) command += (command.empty() ? "" : " ") + w;
+        owners += (owners.empty() ? "" : ", ") + command;
+      }
+    const std::string closest = closest_name(name, names);
+    if (!closest.empty()) std::cerr << "kvsight: " << name << ": did you mean " << closest << "?\n";
+    if (!owners.empty())
+      std::cerr << "kvsight: " << name << " is a flag of " << owners
+                << "; paste the engine's launch line after --, e.g. kvsight " << sub.get_name() << " -- "
+                << owners.substr(0, owners.find(',')) << " ... " << name << "\n";
+  }
+}
+
 }  // namespace
 
 // cli/cmd_explain.cpp (issue #13); declared here rather than in commands.hpp, which the
@@ -115,9 +187,15 @@ int run_cli(int argc, const char* const* argv) {
     // Engines' single-dash words ("-tp", "-ctk") become their long names; what was
     // typed is kept for the messages that name a flag.
     const std::vector<std::string> arguments = normalize_arguments(argc, argv, state);
+    check_command_word(app, arguments);
+    check_launch_without_separator(arguments);
     std::vector<const char*> pointers;
     for (const std::string& argument : arguments) pointers.push_back(argument.c_str());
     app.parse(static_cast<int>(pointers.size()), pointers.data());
+    if (!state.stray_words.empty())
+      throw InputError("launch line", "'" + stray_text(state.stray_words) +
+                                          "' is not a kvsight flag or value; a launch line goes after --, e.g. "
+                                          "kvsight plan --gpu h100 -- vllm serve MODEL --max-model-len 32k");
     // The command returned: its flags were all valid and it succeeded (exit 0) or
     // its check failed (exit 1, still a result). Only now is anything written, and
     // only if no output is another output or an input.
@@ -133,6 +211,7 @@ int run_cli(int argc, const char* const* argv) {
     // Unknown flags, missing values, values that do not convert: bad input.
     std::cerr << "kvsight: " << e.what() << "\n";
     if (e.get_exit_code() == 0) return 0;
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) explain_unexpected(app);
     std::cerr << "Run with --help for the allowed options.\n";
     return 2;
   } catch (const OverflowError& e) {

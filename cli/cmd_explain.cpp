@@ -23,16 +23,19 @@ struct ExplainArgs {
   std::string gpu;
   EngineOptions options;
   CLI::Option* engine_option = nullptr;
+  std::vector<std::string> launch;  // the launch line the log came from, after --
 };
 
-void run_explain_command(const ExplainArgs& args, CliState& state) {
+void run_explain_command(ExplainArgs args, CliState& state) {
+  const auto launch = apply_launch_line(state, args.launch, args.model, args.options);
+  if (args.model.empty()) throw InputError("--model", "is required (or a launch line after --)");
   app::ExplainRequest request;
   request.log_name = args.log_path;
   request.log_text = read_input_file(args.log_path, "--log", kMaxLogBytes);
   request.model = args.model;
   request.gpu = args.gpu;
   request.options = args.options;
-  request.engine_given = args.engine_option && args.engine_option->count() > 0;
+  request.engine_given = (args.engine_option && args.engine_option->count() > 0) || launch.has_value();
   // Without --engine the log's engine applies, and so do its flag spellings.
   if (!request.engine_given) {
     const std::string logged = read_engine_log(request.log_text).engine;
@@ -41,7 +44,9 @@ void run_explain_command(const ExplainArgs& args, CliState& state) {
   check_engine_spellings(state, request.options.engine);
   const app::ExplainOutcome out = app::run_explain(request);
   state.exit_code = 0;
-  emit(state, render_figures(app::explain_figures(request, out), state.format()));
+  app::FigureDoc doc = app::explain_figures(request, out);
+  if (launch) doc.sections.insert(doc.sections.begin(), app::launch_figures(*launch));
+  emit(state, render_figures(doc, state.format()));
 }
 
 }  // namespace
@@ -56,12 +61,13 @@ void add_explain_command(CLI::App& app, CliState& state) {
       "with\n"
       "the KV memory the log states, and (with --gpu, or a GPU total in the log) with GPU and flags only.");
   command->add_option("--log", args->log_path, "Engine start-up log (an excerpt is enough)")->required();
-  add_model_gpu_flags(*command, args->model, args->gpu, true,
+  add_model_gpu_flags(*command, args->model, args->gpu, false,
                       "The model the log came from: catalog id, HF id, config.json path or directory",
                       "GPU catalog id the log came from (replays the budget)");
   add_engine_flags(*command, args->options);
   args->engine_option = command->get_option("--engine");
   add_output_options(*command, state);
+  add_launch_line(*command, args->launch);
   command->footer(
       "Flags not given are taken from the log where it states them (engine, max_model_len, utilization,\n"
       "GPU total, llama.cpp cells); pin the release with --engine-version.\n"

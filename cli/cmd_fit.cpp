@@ -23,6 +23,7 @@ struct FitArgs {
   std::string block_sizes;      // comma list of counts, "default" for the engine's
   std::uint64_t max_gpus = 8;
   std::uint64_t top = 20;
+  std::vector<std::string> launch;  // the user's launch line, after --
 };
 
 std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
@@ -43,8 +44,8 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 
 // The option fields fit searches or derives itself: given as flags they would
 // contradict the search, so they are refused with the flag that does it.
-void refuse_searched_fields(const CliState& state) {
-  for (const std::string& typed : state.typed_flags) {
+void refuse_searched_fields(const std::vector<std::string>& typed_flags) {
+  for (const std::string& typed : typed_flags) {
     const OptionFieldInfo* info = option_field_named(typed);
     if (info == nullptr) continue;
     std::string instead;
@@ -74,8 +75,14 @@ void refuse_searched_fields(const CliState& state) {
 }
 
 void run_fit(FitArgs& args, CliState& state) {
+  const auto launch = apply_launch_line(state, args.launch, args.request.model, args.request.options);
+  if (args.request.model.empty()) throw InputError("--model", "is required (or a launch line after --)");
   check_engine_spellings(state, args.request.options.engine);
-  refuse_searched_fields(state);
+  std::vector<std::string> typed = state.typed_flags;
+  if (launch)
+    for (const app::LaunchFlagUse& use : launch->applied)
+      if (!use.field.empty()) typed.push_back(use.field);
+  refuse_searched_fields(typed);
   app::FitRequest& request = args.request;
   request.max_gpus = static_cast<std::uint32_t>(args.max_gpus);
   if (!args.kv_cache_dtypes.empty())
@@ -91,7 +98,9 @@ void run_fit(FitArgs& args, CliState& state) {
   const Format format = state.format();  // a bad --format is refused before the search
   const app::FitOutcome outcome = app::run_fit(request);
   state.exit_code = app::exit_code(outcome.verdict);
-  emit(state, render_figures(app::fit_figures(outcome, static_cast<std::size_t>(args.top)), format));
+  app::FigureDoc doc = app::fit_figures(outcome, static_cast<std::size_t>(args.top));
+  if (launch) doc.sections.insert(doc.sections.begin(), app::launch_figures(*launch));
+  emit(state, render_figures(doc, format));
 }
 
 }  // namespace
@@ -115,8 +124,7 @@ void add_fit_command(CLI::App& app, CliState& state) {
   cmd->add_option(
          "--model,-m", args->request.model,
          "Catalog id or Hugging Face id (kvsight models), config.json path, model directory, or org/name "
-         "in the local HF cache")
-      ->required();
+         "in the local HF cache (or the model of a launch line after --)");
   add_count_flag(*cmd, "--concurrency", args->request.concurrency, "Sequences served at once (N)", 1,
                  UINT64_MAX)
       ->required();
@@ -139,6 +147,7 @@ void add_fit_command(CLI::App& app, CliState& state) {
                  "Rows of each table in table/markdown output (0 = all; default 20)", 0, UINT64_MAX);
   add_engine_flags(*cmd, args->request.options);
   add_output_options(*cmd, state);
+  add_launch_line(*cmd, args->launch);
   cmd->footer(
       "Exit codes: 0 at least one configuration fits; 1 none does; 2 bad input.\n"
       "JSON: best, accepted[], rejected[] {gpu, tp, pp, gpus, kv_cache_dtype, kv_quality, block_size,\n"

@@ -19,14 +19,19 @@ struct GatesArgs {
   std::string model;
   std::string gpu;
   EngineOptions options;
+  std::vector<std::string> launch;  // the user's launch line, after --
 };
 
-void run_gates(const GatesArgs& args, CliState& state) {
+void run_gates(GatesArgs args, CliState& state) {
+  const auto launch = apply_launch_line(state, args.launch, args.model, args.options);
+  if (args.model.empty()) throw InputError("--model", "is required (or a launch line after --)");
   check_engine_spellings(state, args.options.engine);
   if (args.gpu.empty()) throw InputError("--gpu", "is required; give a GPU catalog id (kvsight gpus)");
   const app::GatesOutcome outcome = app::run_gates({args.model, args.gpu, args.options});
   state.exit_code = app::exit_code(outcome.verdict);
-  emit(state, render_figures(app::gates_figures(outcome), state.format()));
+  app::FigureDoc doc = app::gates_figures(outcome);
+  if (launch) doc.sections.insert(doc.sections.begin(), app::launch_figures(*launch));
+  emit(state, render_figures(doc, state.format()));
 }
 
 }  // namespace
@@ -38,12 +43,13 @@ void add_gates_command(CLI::App& app, CliState& state) {
       "Which attention kernel the engine selects for this model on this device, every reason each other\n"
       "candidate is refused (condition and value), and the hard constraints that refuse start-up.\n"
       "Evaluated per group of attention layers; rules cite the engine file and version they were read from.");
-  add_model_gpu_flags(*command, args->model, args->gpu, true,
+  add_model_gpu_flags(*command, args->model, args->gpu, false,
                       "Catalog id or Hugging Face id, config.json path, directory, or HF cache org/name",
                       "GPU catalog id, any case (kvsight gpus); required");
   add_engine_flags(*command, args->options);
   add_batch_flag(*command, args->options.batch, "Sequences decoding together (default 1)");
   add_output_options(*command, state);
+  add_launch_line(*command, args->launch);
   command->footer(
       "Exit codes: 0 the engine can start with these settings (a kernel is selected for every attention "
       "layer);\n"

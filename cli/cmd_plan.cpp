@@ -27,6 +27,7 @@ struct PlanArgs {
   std::optional<std::string> activation_gib, non_torch_gib, cuda_graph_gib, weights_gib, kv_transfer_gib;
   EngineOptions engine;
   bool no_warnings = false;
+  std::vector<std::string> launch;  // the user's launch line, after --
 };
 
 std::optional<double> overhead_gib(const std::optional<std::string>& text, const char* flag) {
@@ -51,6 +52,8 @@ void validate(PlanArgs& a) {
 }
 
 void run_plan(PlanArgs args, CliState& state) {
+  const auto launch = apply_launch_line(state, args.launch, args.model, args.engine);
+  if (args.model.empty()) throw InputError("--model", "is required (or a launch line after --)");
   check_engine_spellings(state, args.engine.engine);
   validate(args);
   const Format format = state.format();  // a bad --format is refused before the plan runs
@@ -61,7 +64,9 @@ void run_plan(PlanArgs args, CliState& state) {
   request.decode_warnings = !args.no_warnings;
   const app::PlanOutcome outcome = app::run_plan(request);
   state.exit_code = app::exit_code(outcome.verdict);
-  emit(state, render_figures(app::plan_figures(outcome), format));
+  app::FigureDoc doc = app::plan_figures(outcome);
+  if (launch) doc.sections.insert(doc.sections.begin(), app::launch_figures(*launch));
+  emit(state, render_figures(doc, format));
 }
 
 }  // namespace
@@ -79,9 +84,10 @@ void add_plan_command(CLI::App& app, CliState& state) {
       "Examples:\n"
       "  kvsight plan --model smollm3-3b --gpu h200\n"
       "  kvsight plan --model llama-3.1-8b --gpu rtx3090 --max-model-len 20000 --gpu-memory-utilization 0.9\n"
-      "  kvsight plan --model all --gpu h100-sxm,mi300x --format csv");
+      "  kvsight plan --model all --gpu h100-sxm,mi300x --format csv\n"
+      "  kvsight plan --gpu h100 -- vllm serve meta-llama/Llama-3.1-8B --max-model-len 32k --max-num-seqs 8");
   auto& e = args->engine;
-  add_model_gpu_flags(*cmd, args->model, args->gpu, true,
+  add_model_gpu_flags(*cmd, args->model, args->gpu, false,
                       "Catalog id or Hugging Face id (kvsight models), config.json path, model directory, or "
                       "org/name in the local HF cache; comma list or 'all' for a fleet table",
                       "GPU catalog id, any case (kvsight gpus); comma list or 'all'");
@@ -93,7 +99,7 @@ void add_plan_command(CLI::App& app, CliState& state) {
   add_batch_flag(*cmd, e.batch,
                  "Sequences in the batch for kv.bytes_per_batch; with a GPU, exit 1 unless that many fit "
                  "(default 1)",
-                 UINT64_MAX, "--batch,-b");
+                 UINT64_MAX);
   cmd->add_option("--activation-gib", args->activation_gib, "Override the activation-peak estimate (GiB)");
   cmd->add_option("--non-torch-gib", args->non_torch_gib, "Override the non-torch memory estimate (GiB)");
   cmd->add_option("--cuda-graph-gib", args->cuda_graph_gib, "Override the CUDA-graph memory estimate (GiB)");
@@ -103,6 +109,7 @@ void add_plan_command(CLI::App& app, CliState& state) {
       "vLLM: GPU memory a KV-transfer connector (LMCache, NIXL) takes per rank, subtracted before "
       "the KV cache (GiB; vLLM does not size it)");
   cmd->add_flag("--no-warnings", args->no_warnings, "Skip the decode-cliff check");
+  add_launch_line(*cmd, args->launch);
   add_output_options(*cmd, state);
   cmd->footer(
       "Exit codes: 0 the plan fits; 1 the engine would refuse to start (e.g. --tp does not divide the "

@@ -1,6 +1,7 @@
 // kvsight preflight: the check a user runs on the GPU node before deploying. Binds
 // flags, calls app::run_preflight and renders its figures as table / json / markdown; the
 // work, the verdict and the figures are in app/ (kvsight/app/preflight.hpp).
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -25,6 +26,7 @@ struct PreflightArgs {
   std::string backend = "auto";
   std::string fail_on = "fail";
   std::string plot_path;
+  std::vector<std::string> launch;  // the job's launch line, after --
 };
 
 Plot decode_plot(const app::PreflightOutcome& o) {
@@ -48,7 +50,14 @@ Plot decode_plot(const app::PreflightOutcome& o) {
   return plot;
 }
 
-void run(const PreflightArgs& args, CliState& state) {
+void run(PreflightArgs args, CliState& state) {
+  // A launch line's model replaces the default job's unless --model names one.
+  const bool model_typed = std::find(state.typed_flags.begin(), state.typed_flags.end(), "--model") !=
+                               state.typed_flags.end() ||
+                           std::find(state.typed_flags.begin(), state.typed_flags.end(), "-m") !=
+                               state.typed_flags.end();
+  if (!args.launch.empty() && !model_typed) args.model.clear();
+  (void)apply_launch_line(state, args.launch, args.model, args.options);
   check_engine_spellings(state, args.options.engine);
   if (args.quick && args.full) throw InputError("--full", "give --quick or --full, not both");
   if (args.fail_on != "warn" && args.fail_on != "fail")
@@ -98,12 +107,14 @@ void add_preflight_command(CLI::App& app, CliState& state) {
   add_backend_flag(*command, args->backend, "Where the probes run: auto, cuda, hip or cpu")->default_str("auto");
   command->add_option("--fail-on", args->fail_on, "Exit 1 from this verdict up: warn or fail")
       ->default_str("fail");
-  command->add_flag("--quiet,-q", args->quiet, "No progress lines on stderr");
+  // No -q: vLLM's -q is --quantization (issue #22 item 3).
+  command->add_flag("--quiet", args->quiet, "No progress lines on stderr");
   command
       ->add_option("--plot", args->plot_path,
                    "Write decode ms/token vs context (measured and predicted) as SVG")
       ->check(output_target("--plot"));
   add_output_options(*command, state);
+  add_launch_line(*command, args->launch);
   command->callback([args, &state] { run(*args, state); });
 }
 

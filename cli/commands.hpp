@@ -4,6 +4,7 @@
 // exit code goes to state.exit_code (0 ok, 1 check failed, 2 bad input, 3 device).
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "output.hpp"
@@ -17,6 +18,10 @@ struct CliState {
   int exit_code = 0;
   std::vector<std::string> typed_flags;  // every flag token as typed (normalize_arguments)
   std::string engine;                    // the selected engine, once known (error messages)
+  bool options_ended = false;            // "--" was typed: what follows is a launch line
+  std::vector<std::string> stray_words;  // words CLI11 took as a launch line without "--"
+  // Option field name -> the launch line's flag that set it ("-ngl (llama-server)"), for errors.
+  std::vector<std::pair<std::string, std::string>> launch_flags;
   std::vector<Artefact> artefacts;       // queued by emit/add_artefact, written by run_cli after the run
   Format format() const { return parse_format(format_text); }
 };

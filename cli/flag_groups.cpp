@@ -79,7 +79,9 @@ void add_engine_flags(CLI::App& command, EngineOptions& options) {
     engines += (engines.empty() ? "" : ", ") + engine->name();
     for (const std::string& alias : engine->aliases()) engines += " / " + alias;
   }
-  command.add_option("--engine,-e", options.engine, "Engine whose rules apply: " + engines)
+  // No short form: llama.cpp's -e is --escape (issue #22 item 3: kvsight's short options never
+  // shadow an engine's).
+  command.add_option("--engine", options.engine, "Engine whose rules apply: " + engines)
       ->default_str("vllm");
   command.add_option("--engine-version", options.engine_version,
                      "Engine version whose defaults, rules and log lines to use (default: the newest known): "
@@ -161,6 +163,51 @@ CLI::Validator decimal_integer() {
       "");
 }
 
+void add_launch_line(CLI::App& command, std::vector<std::string>& words) {
+  command.add_option("launch", words,
+                     "Your own launch line, after --: vllm serve MODEL ..., python -m sglang.launch_server "
+                     "--model-path M ..., llama-server -m F ..., trtllm-serve MODEL ... Its flags keep the "
+                     "engine's names and value grammar (vLLM 32k = 32,000); kvsight's own flags (before --) "
+                     "keep kvsight's (32K = 32,768). See docs/launch-lines.md");
+}
+
+std::optional<app::LaunchLine> apply_launch_line(CliState& state, const std::vector<std::string>& words,
+                                                 std::string& model, EngineOptions& options) {
+  if (words.empty()) return std::nullopt;
+  if (!state.options_ended) {
+    // Refused by run_cli once CLI11 has reported any flag it did not know (the value of an
+    // unknown flag lands here too).
+    state.stray_words = words;
+    return std::nullopt;
+  }
+  const bool engine_typed = std::find(state.typed_flags.begin(), state.typed_flags.end(), "--engine") !=
+                            state.typed_flags.end();
+  const std::string typed_engine = options.engine;
+  app::LaunchLine line = app::read_launch_line(words, options);
+  if (engine_typed && make_engine(typed_engine)->name() != line.engine)
+    throw InputError("--engine", "is " + typed_engine + ", and the launch line is " + line.command + " (" +
+                                     line.engine + "); drop --engine, the launcher names the engine");
+  for (const std::string& typed : state.typed_flags) {
+    const OptionFieldInfo* info = option_field_named(typed);
+    if (info == nullptr ||
+        std::find(line.fields.begin(), line.fields.end(), info->field) == line.fields.end())
+      continue;
+    std::string by;
+    for (const app::LaunchFlagUse& use : line.applied)
+      if (use.field == info->name) by = use.flag;
+    throw InputError(typed, "sets " + info->name + ", which the launch line sets too (" + by +
+                                "); give it once, in the launch line");
+  }
+  if (model.empty()) model = line.model;
+  if (model.empty())
+    throw InputError("--model", "is required: the launch line (" + line.command +
+                                    ") names no model; add the engine's model argument or --model");
+  state.engine = line.engine;
+  for (const app::LaunchFlagUse& use : line.applied)
+    if (!use.field.empty()) state.launch_flags.emplace_back(use.field, use.flag + " (" + line.command + ")");
+  return line;
+}
+
 CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help) {
   return command.add_option("--backend", backend, help);
 }
@@ -175,9 +222,9 @@ std::vector<std::string> normalize_arguments(int argc, const char* const* argv, 
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     // The engine, for messages about flags given before the command's callback runs.
-    if ((arg == "--engine" || arg == "-e") && i + 1 < argc) state.engine = argv[i + 1];
+    if (arg == "--engine" && i + 1 < argc && !options_end) state.engine = argv[i + 1];
     if (arg.rfind("--engine=", 0) == 0) state.engine = arg.substr(9);
-    if (i > 0 && !options_end && arg == "--") options_end = true;
+    if (i > 0 && !options_end && arg == "--") options_end = state.options_ended = true;
     const bool flag_like =
         i > 0 && !options_end && arg.size() > 1 && arg[0] == '-' && !(arg[1] >= '0' && arg[1] <= '9');
     if (flag_like) {
@@ -195,6 +242,8 @@ std::vector<std::string> normalize_arguments(int argc, const char* const* argv, 
 std::string flag_for_error(const CliState& state, const std::string& field) {
   const OptionFieldInfo* info = option_field_named(field);
   if (info == nullptr) return "";
+  for (const auto& [name, flag] : state.launch_flags)
+    if (name == info->name) return flag;
   std::string own;
   try {
     own = engine_spelling(*make_engine(state.engine.empty() ? "vllm" : state.engine), info->field);

@@ -9,7 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "commands.hpp"
+#include "kvsight/app/launch_line.hpp"
 #include "kvsight/budget.hpp"
 
 namespace kvsight::cli {
@@ -46,6 +49,19 @@ CLI::Option* add_batch_flag(CLI::App& command, std::uint64_t& batch, const std::
 // sign, 0x, suffix), leading zeros stripped first, since CLI11 reads "0200" as octal 128
 // (issue #25 class 8: probe --head-dim 0200 ran at head_dim 128).
 CLI::Validator decimal_integer();
+
+// The user's own launch line after `--` (issue #22): `kvsight plan --gpu h100 -- vllm serve
+// MODEL ...`. Words CLI11 did not take as kvsight's flags land here.
+void add_launch_line(CLI::App& command, std::vector<std::string>& words);
+
+// Reads the launch line (app/launch_line.hpp) into `options` (its engine and memory flags) and
+// `model` (the line's model, unless --model names the one kvsight should read); nullopt when
+// there is none (words given without `--` are kept in state.stray_words for run_cli to refuse).
+// Refuses (InputError, exit 2) an --engine other than
+// the launcher's, and a kvsight flag that sets an option the line sets too. Call first in the
+// callback, before check_engine_spellings.
+std::optional<app::LaunchLine> apply_launch_line(CliState& state, const std::vector<std::string>& words,
+                                                 std::string& model, EngineOptions& options);
 
 // --backend: where the probe kernels run (auto, cpu, cuda, hip; probes/ checks the name).
 CLI::Option* add_backend_flag(CLI::App& command, std::string& backend, const std::string& help);

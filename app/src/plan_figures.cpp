@@ -113,6 +113,18 @@ FigureSection capacity_figures(const PlanItem& item, bool per_rank) {
     s.figures.push_back({"capacity.max_concurrency", c.max_concurrency, "sequences",
                          "max concurrency at " + commas_text(c.max_model_len), fixed_text(c.max_concurrency, 2) + "x",
                          c.fits ? "fits" : "DOES NOT FIT (exit 1)", ""});
+    // Issue #22 item 4: what KV holds is not what runs; the engine's scheduler caps it.
+    if (c.max_running > 0) {
+      const bool cap_binds = static_cast<double>(c.max_running) < c.max_concurrency;
+      s.figures.push_back({"capacity.max_running", c.max_running, "sequences", "runs at most",
+                           commas_text(c.max_running) + " at once",
+                           c.max_running_source + (cap_binds ? "; below what KV holds: the cap limits concurrency"
+                                                             : "")});
+    } else {
+      s.figures.push_back(json_figure("capacity.max_running", nullptr));
+    }
+    s.figures.push_back(json_figure("capacity.max_running_source",
+                                    c.max_running > 0 ? nlohmann::json(c.max_running_source) : nlohmann::json(nullptr)));
     s.figures.push_back({"capacity.fits", c.fits, ""});
     s.figures.push_back({"capacity.largest_max_model_len", c.largest_max_model_len, "tokens",
                          "largest max_model_len that fits", commas_text(c.largest_max_model_len), "", ""});
