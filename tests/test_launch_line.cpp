@@ -93,7 +93,8 @@ TEST(LaunchLineVllm, DistributedServing) {
 }
 
 // docs.vllm.ai/en/latest/configuration/serve_args.html "Configuration file": `vllm serve
-// SOME_MODEL --config config.yaml` with host, port and uvicorn-log-level in the YAML.
+// SOME_MODEL --config config.yaml` with the page's YAML (host "127.0.0.1", port 6379, uvicorn-log-level
+// "info"; its model key left out: the positional SOME_MODEL takes precedence, as the page says).
 TEST(LaunchLineVllm, ConfigFile) {
   const std::string dir = test::temp_dir("launch-config");
   const std::string config = dir + "/config.yaml";
@@ -134,7 +135,7 @@ TEST(LaunchLineVllm, KvsightFlagKeepsKvsightGrammar) {
 
 // ------------------------------------------------------------------------------ SGLang
 
-// docs.sglang.ai/basic_usage/send_request.html ("python3 -m sglang.launch_server --model-path
+// docs.sglang.io/basic_usage/send_request.html, formerly docs.sglang.ai ("python3 -m sglang.launch_server --model-path
 // qwen/qwen2.5-0.5b-instruct --host 0.0.0.0"), planned on the catalog's qwen2.5-7b.
 TEST(LaunchLineSglang, SendRequestQuickstart) {
   const json j = plan_json({"--model", "qwen2.5-7b"}, {"python3", "-m", "sglang.launch_server", "--model-path",
