@@ -19,6 +19,10 @@ Figure csv_figure(std::string key, nlohmann::json value, std::string note) {
   return figure;
 }
 
+Figure shown_figure(std::string label, std::string text, std::string note) {
+  return {"", nullptr, "", std::move(label), std::move(text), std::move(note)};
+}
+
 FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> entries) {
   FigureSection section{"", {}};
   for (auto& [key, value] : entries) section.figures.push_back(json_figure(std::move(key), std::move(value)));

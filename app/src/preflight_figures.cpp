@@ -12,35 +12,30 @@ namespace kvsight::app {
 
 namespace {
 
-// A readable figure (the JSON is preflight_json's).
-Figure shown(std::string label, std::string text, std::string note) {
-  return {"", nullptr, "", std::move(label), std::move(text), std::move(note)};
-}
-
 FigureSection node_figures(const PreflightOutcome& o) {
   const probes::DeviceSurvey& survey = o.facts.survey;
   FigureSection s{"Node", {}};
   if (survey.no_gpu)
     s.figures.push_back(
-        shown("GPU", "NONE FOUND", "probes run on the cpu backend; every device figure is the CPU's"));
+        shown_figure("GPU", "NONE FOUND", "probes run on the cpu backend; every device figure is the CPU's"));
   for (const probes::DeviceRecord& d : survey.devices) {
     const std::string prefix = survey.no_gpu ? "cpu" : "device " + std::to_string(d.index);
-    s.figures.push_back(shown(prefix, d.name + " (" + d.arch + ")",
+    s.figures.push_back(shown_figure(prefix, d.name + " (" + d.arch + ")",
                               "identity: " + d.sources.identity +
                                   (d.driver_version.empty() ? "" : ", driver " + d.driver_version)));
-    s.figures.push_back(shown("  memory total / free now",
+    s.figures.push_back(shown_figure("  memory total / free now",
                               gib_text(d.memory_total_bytes) + " / " + gib_text(d.memory_free_bytes),
                               "source: " + d.sources.memory));
     s.figures.push_back(
-        shown("  held by other processes",
+        shown_figure("  held by other processes",
               d.memory_used_by_others_bytes ? gib_text(*d.memory_used_by_others_bytes) + " (" +
                                                   std::to_string(d.processes.size()) + " processes)"
                                             : "unknown",
               d.sources.processes.empty() ? "no source lists processes" : "source: " + d.sources.processes));
     for (const probes::ProcessMemory& p : d.processes)
-      s.figures.push_back(shown("    pid " + std::to_string(p.pid), p.name, gib_text(p.used_bytes)));
+      s.figures.push_back(shown_figure("    pid " + std::to_string(p.pid), p.name, gib_text(p.used_bytes)));
   }
-  s.figures.push_back(shown("catalog",
+  s.figures.push_back(shown_figure("catalog",
                             o.catalog ? o.catalog->id + " (" + o.catalog->name + ")" : "unknown device",
                             o.catalog_match));
   return s;
@@ -69,7 +64,7 @@ std::string repeated_reason_note(const PreflightOutcome& o, const std::vector<co
 
 FigureSection verdict_figures(const PreflightOutcome& o) {
   FigureSection s{"Verdict: " + o.verdict, {}};
-  if (o.reasons.empty()) s.figures.push_back(shown("PASS", "no reason to hold back", ""));
+  if (o.reasons.empty()) s.figures.push_back(shown_figure("PASS", "no reason to hold back", ""));
   std::vector<std::string> done;
   for (const PreflightReason& r : o.reasons) {
     if (std::find(done.begin(), done.end(), r.severity + r.code) != done.end()) continue;
@@ -77,10 +72,10 @@ FigureSection verdict_figures(const PreflightOutcome& o) {
     std::vector<const PreflightReason*> same;
     for (const PreflightReason& other : o.reasons)
       if (other.code == r.code && other.severity == r.severity) same.push_back(&other);
-    s.figures.push_back(shown(r.severity, r.code, same.size() == 1 ? r.message : repeated_reason_note(o, same)));
+    s.figures.push_back(shown_figure(r.severity, r.code, same.size() == 1 ? r.message : repeated_reason_note(o, same)));
     // Its fixes under it, the flag to paste in the value column (issue #23 item 2).
     for (const PreflightFix& fix : r.fixes)
-      s.figures.push_back(shown("  fix", fix.flag.empty() ? "(action)" : fix.flag, fix.text));
+      s.figures.push_back(shown_figure("  fix", fix.flag.empty() ? "(action)" : fix.flag, fix.text));
   }
   return s;
 }
@@ -89,19 +84,19 @@ FigureSection model_figures(const PreflightOutcome& o) {
   const PreflightFacts& f = o.facts;
   const probes::AttentionShape& shape = o.shape;
   FigureSection s{"Model and engine", {}};
-  s.figures.push_back(shown("model", o.model.id, o.model.display_name));
-  s.figures.push_back(shown("engine", o.options.engine + " " + o.engine_version,
+  s.figures.push_back(shown_figure("model", o.model.id, o.model.display_name));
+  s.figures.push_back(shown_figure("engine", o.options.engine + " " + o.engine_version,
                             "TP " + std::to_string(o.options.tp) + ", PP " + std::to_string(o.options.pp) +
                                 ", block " + std::to_string(o.block_size)));
-  s.figures.push_back(shown("attention path", f.kernel,
+  s.figures.push_back(shown_figure("attention path", f.kernel,
                             f.splits_context ? "splits the context" : "does NOT split the context"));
   s.figures.push_back(
-      shown("probe shape",
+      shown_figure("probe shape",
             "head_dim " + std::to_string(shape.head_dim) + ", " + std::to_string(shape.kv_heads) +
                 " KV heads/rank, GQA " + std::to_string(shape.kv_heads ? shape.q_heads / shape.kv_heads : 0) +
                 ", block " + std::to_string(shape.block_size) + ", K/V " + probes::stored_kv_dtype(shape),
             "batch " + std::to_string(shape.batch) + ", the plan's KV cache type"));
-  for (const std::string& refusal : f.refusals) s.figures.push_back(shown("refusal", refusal, ""));
+  for (const std::string& refusal : f.refusals) s.figures.push_back(shown_figure("refusal", refusal, ""));
   return s;
 }
 
@@ -109,11 +104,11 @@ FigureSection bandwidth_figures(const PreflightOutcome& o) {
   FigureSection s{"Bandwidth (stream read)", {}};
   if (!o.facts.bandwidth) return s;
   const BandwidthFacts& b = *o.facts.bandwidth;
-  s.figures.push_back(shown("measured", fixed_text(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
+  s.figures.push_back(shown_figure("measured", fixed_text(b.measured_bytes_per_s / 1e9, 1) + " GB/s",
                             "noise " + fixed_text(b.noise * 100, 2) + "%, " + std::to_string(b.samples) +
                                 " samples" + (b.converged ? "" : ", NOT converged")));
   s.figures.push_back(
-      shown("catalog peak",
+      shown_figure("catalog peak",
             b.catalog_peak_bytes_per_s ? fixed_text(*b.catalog_peak_bytes_per_s / 1e9, 0) + " GB/s" : "n/a",
             b.catalog_peak_bytes_per_s
                 ? fixed_text(b.measured_bytes_per_s / *b.catalog_peak_bytes_per_s * 100, 0) + "% of peak"
@@ -127,7 +122,7 @@ FigureSection capacity_figures(const PreflightOutcome& o) {
                   {}};
   const auto add = [&](const std::string& label, const std::optional<CapacityFacts>& c) {
     if (!c) return;
-    s.figures.push_back(shown(label, gib_text(c->gpu_memory_bytes),
+    s.figures.push_back(shown_figure(label, gib_text(c->gpu_memory_bytes),
                               "KV " + gib_text(c->capacity.available_kv_bytes) + ", max concurrency " +
                                   fixed_text(c->capacity.max_concurrency, 2) + "x" +
                                   (c->capacity.fits ? "" : ", DOES NOT FIT")));

@@ -40,11 +40,6 @@ std::string shape_text(const kp::AttentionShape& s) {
          std::to_string(s.batch) + ", " + s.dtype + (s.kv_dtype == "auto" ? "" : ", K/V " + s.kv_dtype);
 }
 
-// A readable figure with no JSON key (the JSON is the probe's result).
-Figure shown(std::string label, std::string text, std::string note) {
-  return {"", nullptr, "", std::move(label), std::move(text), std::move(note)};
-}
-
 }  // namespace
 
 FigureDoc probe_info_figures(const std::vector<kp::BackendInfo>& backends) {
@@ -104,21 +99,21 @@ FigureDoc probe_attention_figures(const kp::AttentionResult& result) {
   const kp::ProbePoint& p = result.point;
   doc.sections.push_back(
       {"shape",
-       {shown("shape", shape_text(result.shape), ""),
-        shown("context", commas_text(p.context), "tokens per sequence"),
-        shown("splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : "")}});
+       {shown_figure("shape", shape_text(result.shape), ""),
+        shown_figure("context", commas_text(p.context), "tokens per sequence"),
+        shown_figure("splits", std::to_string(p.splits), result.kernel == "splitkv" ? "split-KV" : "")}});
   doc.sections.push_back(
       {"timing",
-       {shown("time", fixed_text(p.time_us, 2) + " us",
+       {shown_figure("time", fixed_text(p.time_us, 2) + " us",
               "median of " + std::to_string(result.repeats) + " runs after " + std::to_string(result.warmup) +
                   " warm-up"),
-        shown("spread", fixed_text(p.spread, 3), "(p90 - p10) / median"),
-        shown("bytes", commas_text(p.bytes), "K+V for the context + block table + seq lens + q + out"),
-        shown("bandwidth", fixed_text(p.gbps, 2) + " GB/s", "1e9 bytes/s"),
-        shown("input sets", std::to_string(p.buffer_sets), "rotated between runs")}});
+        shown_figure("spread", fixed_text(p.spread, 3), "(p90 - p10) / median"),
+        shown_figure("bytes", commas_text(p.bytes), "K+V for the context + block table + seq lens + q + out"),
+        shown_figure("bandwidth", fixed_text(p.gbps, 2) + " GB/s", "1e9 bytes/s"),
+        shown_figure("input sets", std::to_string(p.buffer_sets), "rotated between runs")}});
   doc.sections.push_back({"check",
-                          {shown("reference", point_status(p.correct), "float64 on the same inputs"),
-                           shown("max relative error", fixed_text(p.max_error * 1e6, 3) + "e-6",
+                          {shown_figure("reference", point_status(p.correct), "float64 on the same inputs"),
+                           shown_figure("max relative error", fixed_text(p.max_error * 1e6, 3) + "e-6",
                                  "bound " + fixed_text(p.error_bound * 1e6, 1) + "e-6")}});
   doc.sections.push_back(json_object_section(result));
   return doc;

@@ -12,15 +12,6 @@ namespace {
 
 using F = OptionField;
 using G = ValueGrammar;
-
-LaunchRule apply(std::string name, F field, G grammar) { return {std::move(name), FlagUse::apply, field, grammar, ""}; }
-LaunchRule refuse(std::string name, std::string why) {
-  return {std::move(name), FlagUse::refuse, std::nullopt, G::text, std::move(why)};
-}
-LaunchRule note(std::string name, std::string why) {
-  return {std::move(name), FlagUse::apply, std::nullopt, G::text, std::move(why)};
-}
-
 }  // namespace
 
 const Launcher& llamacpp_launcher() {
@@ -37,37 +28,37 @@ const Launcher& llamacpp_launcher() {
     l.rules = {
         {"--model", FlagUse::model, std::nullopt, G::text, ""},
         {"--hf-repo", FlagUse::model, std::nullopt, G::text, ""},
-        apply("--ctx-size", F::ctx_size, G::cpp_stoi),
-        apply("--parallel", F::parallel, G::llamacpp_int_or_auto),
-        apply("--cache-type-k", F::cache_type_k, G::text),
-        apply("--cache-type-v", F::cache_type_v, G::text),
-        apply("--flash-attn", F::flash_attn, G::llamacpp_on_off_auto),
-        apply("--swa-full", F::swa_full, G::text),
-        apply("--ubatch-size", F::ubatch_size, G::cpp_stoi),
-        apply("--kv-unified", F::kv_unified, G::text),
-        apply("--n-gpu-layers", F::n_gpu_layers, G::llamacpp_gpu_layers),
+        apply_rule("--ctx-size", F::ctx_size, G::cpp_stoi),
+        apply_rule("--parallel", F::parallel, G::llamacpp_int_or_auto),
+        apply_rule("--cache-type-k", F::cache_type_k, G::text),
+        apply_rule("--cache-type-v", F::cache_type_v, G::text),
+        apply_rule("--flash-attn", F::flash_attn, G::llamacpp_on_off_auto),
+        apply_rule("--swa-full", F::swa_full, G::text),
+        apply_rule("--ubatch-size", F::ubatch_size, G::cpp_stoi),
+        apply_rule("--kv-unified", F::kv_unified, G::text),
+        apply_rule("--n-gpu-layers", F::n_gpu_layers, G::llamacpp_gpu_layers),
         // -b is the logical batch in tokens (n_batch), not a number of sequences: the KV
         // cache and the slots do not depend on it (kvsight sizes compute by n_ubatch).
-        note("--batch-size", "the logical batch in tokens (n_batch): no effect on the KV cache or the slots"),
+        note_rule("--batch-size", "the logical batch in tokens (n_batch): no effect on the KV cache or the slots"),
         // common/arg.cpp --fit (default on): llama_params_fit may lower n_ctx and -ngl to fit.
-        note("--fit", "with fit on (the default) llama.cpp may lower n_ctx to fit; kvsight plans the n_ctx given"),
+        note_rule("--fit", "with fit on (the default) llama.cpp may lower n_ctx to fit; kvsight plans the n_ctx given"),
         {"--split-mode", FlagUse::apply, std::nullopt, G::text, "layers split across devices, as kvsight plans",
          {"layer", "none"}},
-        refuse("--no-kv-unified", "one KV buffer per slot (not modelled)"),
-        refuse("--kv-unified-per-slot", "changes the KV buffers per slot (not modelled)"),
-        refuse("--no-kv-offload", "keeps the KV cache in host memory; kvsight plans it on the GPU"),
-        refuse("--override-tensor", host_weights),
-        refuse("--cpu-moe", host_weights),
-        refuse("--n-cpu-moe", host_weights),
-        refuse("--tensor-split", "splits the model unevenly across devices (not modelled)"),
-        refuse("--lora", "LoRA adapters take GPU memory kvsight does not size"),
-        refuse("--lora-scaled", "LoRA adapters take GPU memory kvsight does not size"),
-        refuse("--spec-draft-model", "a draft model's weights and KV (not modelled for llama.cpp)"),
-        refuse("--spec-draft-hf", "a draft model's weights and KV (not modelled for llama.cpp)"),
-        refuse("--mmproj", "a multimodal projector's weights (not modelled)"),
-        refuse("--mmproj-url", "a multimodal projector's weights (not modelled)"),
-        refuse("--override-kv", "overrides the model's metadata: give kvsight the changed GGUF"),
-        refuse("--rope-scaling", "changes the model's context scaling (not modelled)"),
+        refuse_rule("--no-kv-unified", "one KV buffer per slot (not modelled)"),
+        refuse_rule("--kv-unified-per-slot", "changes the KV buffers per slot (not modelled)"),
+        refuse_rule("--no-kv-offload", "keeps the KV cache in host memory; kvsight plans it on the GPU"),
+        refuse_rule("--override-tensor", host_weights),
+        refuse_rule("--cpu-moe", host_weights),
+        refuse_rule("--n-cpu-moe", host_weights),
+        refuse_rule("--tensor-split", "splits the model unevenly across devices (not modelled)"),
+        refuse_rule("--lora", "LoRA adapters take GPU memory kvsight does not size"),
+        refuse_rule("--lora-scaled", "LoRA adapters take GPU memory kvsight does not size"),
+        refuse_rule("--spec-draft-model", "a draft model's weights and KV (not modelled for llama.cpp)"),
+        refuse_rule("--spec-draft-hf", "a draft model's weights and KV (not modelled for llama.cpp)"),
+        refuse_rule("--mmproj", "a multimodal projector's weights (not modelled)"),
+        refuse_rule("--mmproj-url", "a multimodal projector's weights (not modelled)"),
+        refuse_rule("--override-kv", "overrides the model's metadata: give kvsight the changed GGUF"),
+        refuse_rule("--rope-scaling", "changes the model's context scaling (not modelled)"),
     };
     return l;
   }();

@@ -15,15 +15,6 @@ namespace {
 
 using F = OptionField;
 using G = ValueGrammar;
-
-LaunchRule apply(std::string name, F field, G grammar) { return {std::move(name), FlagUse::apply, field, grammar, ""}; }
-LaunchRule refuse(std::string name, std::string why) {
-  return {std::move(name), FlagUse::refuse, std::nullopt, G::text, std::move(why)};
-}
-LaunchRule note(std::string name, std::string why) {
-  return {std::move(name), FlagUse::apply, std::nullopt, G::text, std::move(why)};
-}
-
 }  // namespace
 
 const Launcher& sglang_launcher() {
@@ -39,49 +30,49 @@ const Launcher& sglang_launcher() {
     const std::string graphs = "changes the CUDA-graph memory kvsight estimates (not modelled)";
     l.rules = {
         {"--model-path", FlagUse::model, std::nullopt, G::text, ""},
-        apply("--tp-size", F::tensor_parallel_size, G::python_int),
-        apply("--pp-size", F::pipeline_parallel_size, G::python_int),
-        apply("--context-length", F::max_model_len, G::sglang_int),
-        apply("--mem-fraction-static", F::mem_fraction_static, G::python_float),
-        apply("--kv-cache-dtype", F::kv_cache_dtype, G::text),
-        apply("--page-size", F::block_size, G::python_int),
-        apply("--max-running-requests", F::max_num_seqs, G::python_int),
+        apply_rule("--tp-size", F::tensor_parallel_size, G::python_int),
+        apply_rule("--pp-size", F::pipeline_parallel_size, G::python_int),
+        apply_rule("--context-length", F::max_model_len, G::sglang_int),
+        apply_rule("--mem-fraction-static", F::mem_fraction_static, G::python_float),
+        apply_rule("--kv-cache-dtype", F::kv_cache_dtype, G::text),
+        apply_rule("--page-size", F::block_size, G::python_int),
+        apply_rule("--max-running-requests", F::max_num_seqs, G::python_int),
         // fields/model.py dtype: auto keeps 16-bit checkpoints 16-bit, as kvsight plans them.
         {"--dtype", FlagUse::apply, std::nullopt, G::text, "16-bit weights, as kvsight plans them",
          {"auto", "half", "float16", "bfloat16"}},
-        note("--dp-size", "each data-parallel rank is a replica of this plan"),
-        refuse("--quantization", "quantizes the weights at load: kvsight sizes the checkpoint's own weights"),
-        refuse("--max-total-tokens", "sets the KV pool's size directly (not modelled)"),
-        refuse("--chunked-prefill-size", "changes the activation reserve kvsight estimates (not modelled)"),
-        refuse("--json-model-override-args", "overrides the model's config: give kvsight the overridden config.json"),
-        refuse("--attn-dp-size", "data-parallel attention splits KV and weights differently (not modelled)"),
-        refuse("--enable-dp-attention", "data-parallel attention splits KV and weights differently (not modelled)"),
-        refuse("--dcp-size", "shards the KV cache over decode context-parallel ranks (not modelled)"),
-        refuse("--attn-cp-size", "shards the KV cache over context-parallel ranks (not modelled)"),
-        refuse("--ep-size", "shards MoE experts over expert-parallel ranks (not modelled)"),
-        refuse("--moe-dp-size", "shards MoE experts over data-parallel ranks (not modelled)"),
-        refuse("--enable-kv-cache-sharding", "shards the KV cache (not modelled)"),
-        refuse("--cpu-offload-gb", "keeps part of the weights in host memory; kvsight plans them all on the GPU"),
-        refuse("--enable-hierarchical-cache", "adds a host-memory KV tier (not modelled)"),
-        refuse("--enable-lora", "LoRA adapters take GPU memory kvsight does not size"),
-        refuse("--lora-paths", "LoRA adapters take GPU memory kvsight does not size"),
-        refuse("--speculative-algorithm", "a draft model's weights and KV (not modelled for SGLang)"),
-        refuse("--speculative-draft-model-path", "a draft model's weights and KV (not modelled for SGLang)"),
-        refuse("--max-mamba-cache-size", "sets the recurrent-state slots directly (not modelled)"),
-        refuse("--mamba-ssm-dtype", "changes the recurrent state's dtype (not modelled)"),
-        refuse("--mamba-full-memory-ratio", "changes the recurrent state's share of memory (not modelled)"),
-        refuse("--swa-full-tokens-ratio", "changes the sliding-window pool's share (not modelled)"),
-        refuse("--disable-hybrid-swa-memory", "changes the sliding-window pool (not modelled)"),
-        refuse("--attention-backend",
+        note_rule("--dp-size", "each data-parallel rank is a replica of this plan"),
+        refuse_rule("--quantization", "quantizes the weights at load: kvsight sizes the checkpoint's own weights"),
+        refuse_rule("--max-total-tokens", "sets the KV pool's size directly (not modelled)"),
+        refuse_rule("--chunked-prefill-size", "changes the activation reserve kvsight estimates (not modelled)"),
+        refuse_rule("--json-model-override-args", "overrides the model's config: give kvsight the overridden config.json"),
+        refuse_rule("--attn-dp-size", "data-parallel attention splits KV and weights differently (not modelled)"),
+        refuse_rule("--enable-dp-attention", "data-parallel attention splits KV and weights differently (not modelled)"),
+        refuse_rule("--dcp-size", "shards the KV cache over decode context-parallel ranks (not modelled)"),
+        refuse_rule("--attn-cp-size", "shards the KV cache over context-parallel ranks (not modelled)"),
+        refuse_rule("--ep-size", "shards MoE experts over expert-parallel ranks (not modelled)"),
+        refuse_rule("--moe-dp-size", "shards MoE experts over data-parallel ranks (not modelled)"),
+        refuse_rule("--enable-kv-cache-sharding", "shards the KV cache (not modelled)"),
+        refuse_rule("--cpu-offload-gb", "keeps part of the weights in host memory; kvsight plans them all on the GPU"),
+        refuse_rule("--enable-hierarchical-cache", "adds a host-memory KV tier (not modelled)"),
+        refuse_rule("--enable-lora", "LoRA adapters take GPU memory kvsight does not size"),
+        refuse_rule("--lora-paths", "LoRA adapters take GPU memory kvsight does not size"),
+        refuse_rule("--speculative-algorithm", "a draft model's weights and KV (not modelled for SGLang)"),
+        refuse_rule("--speculative-draft-model-path", "a draft model's weights and KV (not modelled for SGLang)"),
+        refuse_rule("--max-mamba-cache-size", "sets the recurrent-state slots directly (not modelled)"),
+        refuse_rule("--mamba-ssm-dtype", "changes the recurrent state's dtype (not modelled)"),
+        refuse_rule("--mamba-full-memory-ratio", "changes the recurrent state's share of memory (not modelled)"),
+        refuse_rule("--swa-full-tokens-ratio", "changes the sliding-window pool's share (not modelled)"),
+        refuse_rule("--disable-hybrid-swa-memory", "changes the sliding-window pool (not modelled)"),
+        refuse_rule("--attention-backend",
                "forces an attention backend; kvsight selects it by SGLang's own rules (kvsight gates)"),
-        refuse("--cuda-graph-max-bs-decode", graphs),
-        refuse("--cuda-graph-max-bs-prefill", graphs),
-        refuse("--cuda-graph-bs-decode", graphs),
-        refuse("--cuda-graph-bs-prefill", graphs),
-        refuse("--cuda-graph-config", graphs),
-        refuse("--enable-torch-compile", graphs),
-        refuse("--enable-memory-saver", "releases and re-takes GPU memory (not modelled)"),
-        refuse("--enable-unified-memory", "changes where the KV pool lives (not modelled)"),
+        refuse_rule("--cuda-graph-max-bs-decode", graphs),
+        refuse_rule("--cuda-graph-max-bs-prefill", graphs),
+        refuse_rule("--cuda-graph-bs-decode", graphs),
+        refuse_rule("--cuda-graph-bs-prefill", graphs),
+        refuse_rule("--cuda-graph-config", graphs),
+        refuse_rule("--enable-torch-compile", graphs),
+        refuse_rule("--enable-memory-saver", "releases and re-takes GPU memory (not modelled)"),
+        refuse_rule("--enable-unified-memory", "changes where the KV pool lives (not modelled)"),
     };
     return l;
   }();

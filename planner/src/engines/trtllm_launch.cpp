@@ -12,12 +12,6 @@ namespace {
 using F = OptionField;
 using G = ValueGrammar;
 using V = FlagValues;
-
-LaunchRule apply(std::string name, F field, G grammar) { return {std::move(name), FlagUse::apply, field, grammar, ""}; }
-LaunchRule refuse(std::string name, std::string why) {
-  return {std::move(name), FlagUse::refuse, std::nullopt, G::text, std::move(why)};
-}
-
 }  // namespace
 
 const std::vector<ParserFlag>& trtllm_parser_flags() {
@@ -68,22 +62,22 @@ const Launcher& trtllm_launcher() {
     l.positional_model = true;
     l.flags = &trtllm_parser_flags();
     l.rules = {
-        apply("--tensor_parallel_size", F::tensor_parallel_size, G::python_int),
-        apply("--pipeline_parallel_size", F::pipeline_parallel_size, G::python_int),
-        apply("--max_seq_len", F::max_model_len, G::python_int),
-        apply("--free_gpu_memory_fraction", F::free_gpu_memory_fraction, G::python_float),
-        apply("--max_batch_size", F::max_num_seqs, G::python_int),
-        apply("--max_num_tokens", F::max_num_batched_tokens, G::python_int),
+        apply_rule("--tensor_parallel_size", F::tensor_parallel_size, G::python_int),
+        apply_rule("--pipeline_parallel_size", F::pipeline_parallel_size, G::python_int),
+        apply_rule("--max_seq_len", F::max_model_len, G::python_int),
+        apply_rule("--free_gpu_memory_fraction", F::free_gpu_memory_fraction, G::python_float),
+        apply_rule("--max_batch_size", F::max_num_seqs, G::python_int),
+        apply_rule("--max_num_tokens", F::max_num_batched_tokens, G::python_int),
         // kvsight's TensorRT-LLM budget is the PyTorch backend's (trtllm.cpp), the default.
         {"--backend", FlagUse::apply, std::nullopt, G::text, "the PyTorch backend, as kvsight plans it",
          {"pytorch"}},
         {"--max_beam_width", FlagUse::apply, std::nullopt, G::text, "one beam, as kvsight plans", {"1"}},
-        refuse("--config",
+        refuse_rule("--config",
                "a YAML of LLM-API options (kv_cache_config, ...) that kvsight does not read yet; give its "
                "memory options as trtllm-serve flags"),
-        refuse("--context_parallel_size", "shards the KV cache over context-parallel ranks (not modelled)"),
-        refuse("--moe_expert_parallel_size", "shards MoE experts over expert-parallel ranks (not modelled)"),
-        refuse("--moe_cluster_parallel_size", "shards MoE experts over clusters (not modelled)"),
+        refuse_rule("--context_parallel_size", "shards the KV cache over context-parallel ranks (not modelled)"),
+        refuse_rule("--moe_expert_parallel_size", "shards MoE experts over expert-parallel ranks (not modelled)"),
+        refuse_rule("--moe_cluster_parallel_size", "shards MoE experts over clusters (not modelled)"),
     };
     return l;
   }();

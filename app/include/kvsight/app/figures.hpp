@@ -116,6 +116,9 @@ nlohmann::json value_or_null(const std::optional<T>& value) {
 Figure json_figure(std::string key, nlohmann::json value);
 // A figure only the CSV carries as a row (JSON has it in another form), with its note.
 Figure csv_figure(std::string key, nlohmann::json value, std::string note = "");
+// A figure of the readable views only (label, text, note): its JSON and CSV are written by
+// the command's own report.
+Figure shown_figure(std::string label, std::string text, std::string note);
 // JSON-only figures, in order, as a section with no readable rows.
 FigureSection json_section(std::vector<std::pair<std::string, nlohmann::json>> entries);
 // The same for a JSON object built whole elsewhere (a probe's result, preflight's versioned
