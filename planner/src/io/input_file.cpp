@@ -58,10 +58,10 @@ std::pair<int, std::uint64_t> open_regular(const std::filesystem::path& path, st
   return {fd, static_cast<std::uint64_t>(info.st_size)};
 }
 
-// Reads exactly `length` bytes at `offset`; fails if the file ends sooner.
-std::string read_exact(int fd, const std::filesystem::path& path, std::string_view field,
-                       std::uint64_t offset, std::uint64_t length) {
-  std::string bytes(length, '\0');
+// Reads exactly `length` bytes at `offset` into `bytes`; fails if the file ends sooner.
+void read_exact_into(int fd, const std::filesystem::path& path, std::string_view field, std::uint64_t offset,
+                     std::uint64_t length, std::string& bytes) {
+  bytes.resize(length);
   std::uint64_t done = 0;
   while (done < length) {
     const ssize_t got = ::pread(fd, bytes.data() + done, length - done, static_cast<off_t>(offset + done));
@@ -75,6 +75,12 @@ std::string read_exact(int fd, const std::filesystem::path& path, std::string_vi
                                                std::to_string(offset + length));
     done += static_cast<std::uint64_t>(got);
   }
+}
+
+std::string read_exact(int fd, const std::filesystem::path& path, std::string_view field,
+                       std::uint64_t offset, std::uint64_t length) {
+  std::string bytes;
+  read_exact_into(fd, path, field, offset, length, bytes);
   return bytes;
 }
 
@@ -106,6 +112,24 @@ std::string read_file_range(const std::filesystem::path& path, std::string_view 
                                              " bytes; expected at least " + std::to_string(offset) + " + " +
                                              std::to_string(length));
   return read_exact(fd, path, field, offset, length);
+}
+
+InputFile::InputFile(const std::filesystem::path& path, std::string_view field) : path_(path), field_(field) {
+  const auto [fd, size] = open_regular(path, field);
+  fd_ = fd;
+  size_ = size;
+}
+
+InputFile::~InputFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void InputFile::read(std::uint64_t offset, std::uint64_t length, std::string& out) const {
+  if (offset > size_ || length > size_ - offset)
+    throw InputError(field_, "'" + path_.string() + "' is " + std::to_string(size_) +
+                                 " bytes; expected at least " + std::to_string(offset) + " + " +
+                                 std::to_string(length));
+  read_exact_into(fd_, path_, field_, offset, length, out);
 }
 
 nlohmann::json parse_json_input(std::string_view text, std::string_view field, std::size_t max_depth) {
