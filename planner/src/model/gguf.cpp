@@ -866,20 +866,8 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
   const std::string arch = any.string(arch_key);
   if (arch.empty())
     throw InputError(path + ": general.architecture", "missing; a GGUF model names its architecture");
-  if (const std::size_t nul = arch.find('\0'); nul != std::string::npos)
-    throw InputError(
-        path + ": general.architecture",
-        "holds a NUL byte at offset " + std::to_string(nul) +
-            "; an architecture is a name such as 'llama' (llama.cpp: unknown model architecture)");
-  if (gguf_detail::is_clip_architecture(arch))
-    throw InputError(path + ": general.architecture",
-                     "is 'clip': a vision projector, not a language model (llama.cpp: \"CLIP cannot be used "
-                     "as main model, use it with --mmproj instead\")");
-  if (!gguf_detail::is_llamacpp_architecture(arch))
-    throw InputError(path + ": general.architecture",
-                     "unknown model architecture: '" + arch.substr(0, 128) +
-                         "' (llama.cpp refuses it: src/llama-model.cpp llama_model_create); allowed: an "
-                         "architecture llama.cpp loads, e.g. llama, qwen3, gemma3");
+  if (const std::optional<std::string> refusal = gguf_detail::architecture_refusal(arch))
+    throw InputError(path + ": general.architecture", *refusal);
   Meta meta(file, path, arch);
 
   ModelSpec spec;

@@ -167,13 +167,31 @@ constexpr std::string_view kArchitectures[] = {
     "pockettts",
 };
 
+// Names llama.cpp lists but refuses to load as a model, with its reason.
+struct RefusedName {
+  std::string_view name;
+  std::string_view reason;
+};
+constexpr RefusedName kRefused[] = {
+    {"clip",
+     "is 'clip': a vision projector, not a language model (llama.cpp src/llama.cpp: \"CLIP cannot be used as "
+     "main model, use it with --mmproj instead\")"},
+};
+
 }  // namespace
 
-bool is_llamacpp_architecture(std::string_view architecture) {
-  return std::find(std::begin(kArchitectures), std::end(kArchitectures), architecture) !=
-         std::end(kArchitectures);
+std::optional<std::string> architecture_refusal(std::string_view name) {
+  if (const std::size_t nul = name.find_first_of(std::string_view("\0", 1)); nul != std::string_view::npos)
+    return "holds a NUL byte at offset " + std::to_string(nul) +
+           "; an architecture is a name such as 'llama' (llama.cpp: unknown model architecture)";
+  const auto refused = std::find_if(std::begin(kRefused), std::end(kRefused),
+                                    [&](const RefusedName& r) { return r.name == name; });
+  if (refused != std::end(kRefused)) return std::string(refused->reason);
+  if (std::find(std::begin(kArchitectures), std::end(kArchitectures), name) != std::end(kArchitectures))
+    return std::nullopt;
+  return "unknown model architecture: '" + std::string(name.substr(0, 128)) +
+         "' (llama.cpp refuses it: src/llama-model.cpp llama_model_create); allowed: an architecture "
+         "llama.cpp loads, e.g. llama, qwen3, gemma3";
 }
-
-bool is_clip_architecture(std::string_view architecture) { return architecture == "clip"; }
 
 }  // namespace kvsight::gguf_detail
