@@ -54,8 +54,9 @@ std::uint64_t read_le64(std::string_view bytes) {
 // The largest header kvsight reads: 32 MiB. A header is about 100-150 B of JSON per tensor; the
 // largest real ones are a few MB (a whole DeepSeek-V3, 91,000 tensors, in one file would be about
 // 12 MB; its shards hold ~560 tensors, ~70 KB each), so 32 MiB is over twice the largest real
-// need. Parsed, a header takes about 5x its size in memory (nlohmann::json), so the cap keeps a
-// read near 200 MB, inside a 2 GB address-space limit; safetensors' own MAX_HEADER_SIZE
+// need. Parsed, a header takes about 12x its size in memory (nlohmann::json; a 30 MiB header
+// peaks at 362 MiB RSS, tests/test_reader_bounds.cpp), so the cap keeps a read under 400 MB,
+// inside a 2 GB address-space limit; safetensors' own MAX_HEADER_SIZE
 // (safetensors/src/tensor.rs, 100,000,000 bytes) parsed the same way ran out of memory there
 // (issue #25 class 4: std::bad_alloc, SIGABRT).
 constexpr std::uint64_t kMaxHeaderBytes = 32ull << 20;
