@@ -158,6 +158,10 @@ std::string render_report(const Report& report, Format format) {
   return out.str();
 }
 
-std::string render_json(const nlohmann::json& value) { return value.dump(2) + "\n"; }
+// Text from user files (a log line, a model name) may hold invalid UTF-8, which JSON cannot
+// carry: each invalid byte becomes U+FFFD (issue #25: dump's default threw, "internal error").
+std::string render_json(const nlohmann::json& value) {
+  return value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 }  // namespace kvsight::cli

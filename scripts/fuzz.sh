@@ -6,7 +6,7 @@
 # saved in build-fuzz/artifacts/<target>/; turn each into a regression test in
 # tests/test_bad_input.cpp (docs/reliability.md).
 #
-# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config safetensors calibration gguf log)
+# Usage: scripts/fuzz.sh [SECONDS] [TARGET...]     (targets: config safetensors calibration gguf log merge)
 # Environment: FUZZ_BUILD_DIR (default build-fuzz), JOBS (default 2), CMAKE_ARGS,
 #              FUZZ_MAX_LEN (default 262144: inputs up to 256 KiB; issue #14's crashes
 #              were a 100 KB config of 50,000 nested arrays and a 60 KB calibration
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_TARGET=${1:-30}
 shift || true
 TARGETS=("$@")
-if ((${#TARGETS[@]} == 0)); then TARGETS=(config safetensors calibration gguf log); fi
+if ((${#TARGETS[@]} == 0)); then TARGETS=(config safetensors calibration gguf log merge); fi
 BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 MAX_LEN=${FUZZ_MAX_LEN:-262144}
 NICE=${FUZZ_NICE:-0}

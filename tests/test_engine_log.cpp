@@ -6,11 +6,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "engine_fixtures.hpp"
 #include "kvsight/budget.hpp"
 #include "kvsight/engine_log.hpp"
+#include "kvsight/error.hpp"
 #include "log_fixtures.hpp"
 
 namespace kvsight {
@@ -248,6 +250,48 @@ TEST(EngineLogHostile, MalformedNumbersAreNotRead) {
   EXPECT_DOUBLE_EQ(read_engine_log(head + "3.81GiB gpu_memory_utilization=0.90").available_kv_gib.value_or(0), 3.81);
   EXPECT_FALSE(read_engine_log("Available KV cache memory: 10.5.5.5 GiB").available_kv_gib);
   EXPECT_FALSE(read_engine_log("GPU KV cache size: 1" + std::string(30, '0') + " tokens").kv_tokens);
+}
+
+// A line over the 1 MiB cap is refused naming its number and length; a line of exactly 1 MiB
+// (16x the longest real line) is read.
+TEST(EngineLogHostile, ALineOverTheCapIsRefusedNamingIt) {
+  const std::string figures = "Available KV cache memory: 1.5 GiB";
+  const std::string at_cap = figures + std::string(kMaxLogLineBytes - figures.size(), 'x');
+  EXPECT_DOUBLE_EQ(read_engine_log("first\n" + at_cap + "\n").available_kv_gib.value_or(0), 1.5);
+  try {
+    read_engine_log("first\n" + at_cap + "x\n" + figures);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "--log");
+    EXPECT_NE(std::string(e.what()).find("line 2 is 1048577 bytes long; allowed: at most 1048576"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// One start-up is one engine's: vLLM's line 1 and SGLang's line 3 are refused, both named.
+TEST(EngineLogHostile, ALogOfTwoEnginesIsRefusedNamingBoth) {
+  try {
+    read_engine_log(
+        "Available KV cache memory: 1.5 GiB\nother\n"
+        "KV Cache is allocated. #tokens: 100, K size: 1.00 GB, V size: 1.00 GB\n");
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("two engines: vllm (line 1) and sglang (line 3)"), std::string::npos)
+        << e.what();
+  }
+  // Every real log excerpt is one engine's (no line of one reads as another's).
+  for (const auto& entry : std::filesystem::directory_iterator(test::fixture_path(""))) {
+    if (entry.path().extension() != ".log") continue;
+    EXPECT_NO_THROW(read_engine_log(test::fixture_text(entry.path().filename().string()))) << entry.path();
+  }
+}
+
+// A logged tensor_parallel_size is kept as logged, with its line, for explain to check.
+TEST(EngineLogHostile, ALoggedTpIsKeptWithItsLine) {
+  const EngineLogFigures f = read_engine_log("x\ny\nnon-default args: {'tensor_parallel_size': 99999}\n");
+  EXPECT_EQ(f.tensor_parallel_size, std::optional<std::uint64_t>(99999));
+  EXPECT_EQ(f.tensor_parallel_size_line, 3u);
 }
 
 }  // namespace

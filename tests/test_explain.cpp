@@ -296,5 +296,63 @@ TEST(Explain, CliRefusesAMissingModelWithExit2) {
   EXPECT_NE(run.err.find("--model"), std::string::npos) << run.err;
 }
 
+// ---------------------------------------------------------------- hostile logs (issue #25)
+
+app::ExplainRequest request_of_text(const std::string& text) {
+  app::ExplainRequest r;
+  r.log_name = "pasted.log";
+  r.log_text = text;
+  r.model = fixture_path("qwen3-14b.config.json");
+  return r;
+}
+
+// A logged TP that --tp would refuse (0, or 99,999 > 65,536 ranks) is a refusal naming the line.
+TEST(Explain, ALoggedTpIsCheckedLikeTheTpFlag) {
+  for (const std::string tp : {"0", "99999"}) {
+    try {
+      app::run_explain(
+          request_of_text("Available KV cache memory: 10.00 GiB\n"
+                          "non-default args: {'tensor_parallel_size': " +
+                          tp + "}\n"));
+      FAIL() << tp << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), "--log");
+      EXPECT_NE(std::string(e.what()).find("pasted.log line 2 (\"non-default args\"): tensor_parallel_size"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // TP 2 is taken.
+  const app::ExplainOutcome out = app::run_explain(request_of_text(
+      "Available KV cache memory: 10.00 GiB\nnon-default args: {'tensor_parallel_size': 2}\n"));
+  EXPECT_EQ(std::count(out.inputs_from_log.begin(), out.inputs_from_log.end(),
+                       std::string("tensor_parallel_size 2 (\"non-default args\")")),
+            1);
+}
+
+// SGLang's "#tokens: 0": no term divides by it, every figure is finite.
+TEST(Explain, SglangZeroTokensDividesByNothing) {
+  app::ExplainRequest r =
+      request_of_text("KV Cache is allocated. #tokens: 0, K size: 1.00 GB, V size: 1.00 GB\n");
+  const app::ExplainOutcome out = app::run_explain(r);
+  EXPECT_EQ(term(out, "bytes per token (implied)", "given KV memory"), nullptr);
+  for (const app::ExplainTerm& t : out.terms) {
+    if (t.logged) EXPECT_TRUE(std::isfinite(*t.logged)) << t.name;
+    if (t.kvsight) EXPECT_TRUE(std::isfinite(*t.kvsight)) << t.name;
+  }
+}
+
+// Invalid UTF-8 in a matched line: the JSON carries it with U+FFFD, exit 0 (was "internal
+// error", exit 3, from the JSON writer).
+TEST(Explain, CliJsonOfALogWithInvalidUtf8) {
+  const std::string path = test::temp_dir("explain-utf8") + "/bad.log";
+  test::write_file(path, "Available KV cache memory: 10.00 GiB \xff\xfe\n");
+  const test::CliRun run = test::run_kvsight(
+      {"explain", "--log", path, "--model", fixture_path("qwen3-14b.config.json"), "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = nlohmann::json::parse(run.out);
+  EXPECT_EQ(j["matched_lines"][0], "Available KV cache memory: 10.00 GiB \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace kvsight

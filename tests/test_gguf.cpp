@@ -3,9 +3,12 @@
 // headers refused. Every expected number is derived here from the shapes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -314,6 +317,131 @@ TEST(Gguf, NoArchitectureOrNoTensorsIsRefused) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("no tensors"), std::string::npos) << e.what();
   }
+}
+
+// ---------------------------------------------------------------- hostile files (issue #25 class 3)
+
+std::string kv_u32(const std::string& key, std::uint64_t v) { return gstr(key) + le(4, 4) + le(v, 4); }
+std::string kv_str(const std::string& key, const std::string& v) { return gstr(key) + le(8, 4) + gstr(v); }
+std::string kv_f32(const std::string& key, float v) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &v, 4);
+  return gstr(key) + le(6, 4) + le(bits, 4);
+}
+// An array entry: element type, count, the elements' bytes.
+std::string kv_array(const std::string& key, std::uint32_t elem, std::uint64_t count,
+                     const std::string& payload) {
+  return gstr(key) + le(9, 4) + le(elem, 4) + le(count, 8) + payload;
+}
+// The keys of a 2-layer model of `arch`: hidden 64, 4 heads (head dim 16).
+std::vector<std::string> model_kvs(const std::string& arch) {
+  return {kv_str("general.architecture", arch), kv_u32(arch + ".block_count", 2),
+          kv_u32(arch + ".embedding_length", 64), kv_u32(arch + ".attention.head_count", 4)};
+}
+// A GGUF v3 of these entries and one f32 [32] tensor (128 B of data after 32-byte padding).
+std::string gguf_of(const std::vector<std::string>& kvs) {
+  std::string out = std::string("GGUF") + le(3, 4) + le(1, 8) + le(kvs.size(), 8);
+  for (const auto& kv : kvs) out += kv;
+  out += gstr("token_embd.weight") + le(1, 4) + le(32, 8) + le(0, 4) + le(0, 8);
+  out += std::string((32 - out.size() % 32) % 32, '\0') + std::string(128, '\0');
+  return out;
+}
+std::string refusal(const std::string& path) {
+  try {
+    read_gguf_model(path);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(Gguf, HostileMetadataIsRefusedNamingTheKeyAsInTheFile) {
+  auto with = [](const std::string& arch, std::vector<std::string> extra) {
+    std::vector<std::string> kvs = model_kvs(arch);
+    kvs.insert(kvs.end(), extra.begin(), extra.end());
+    return gguf_of(kvs);
+  };
+  // The control: a plain 2-layer llama is a model.
+  EXPECT_EQ(read_gguf_model(write("ok.gguf", with("llama", {}))).num_layers(), 2u);
+  // An architecture llama.cpp does not know: its own words (llama-model.cpp llama_model_create).
+  EXPECT_NE(refusal(write("arch.gguf", with("llamax", {}))).find("unknown model architecture: 'llamax'"),
+            std::string::npos);
+  // A NUL inside the name ("lla\0ma" is no architecture, though C would read "lla").
+  const std::string nul = refusal(write("nul.gguf", with(std::string("lla\0ma", 6), {})));
+  EXPECT_NE(nul.find("general.architecture"), std::string::npos) << nul;
+  EXPECT_NE(nul.find("NUL byte at offset 3"), std::string::npos) << nul;
+  EXPECT_NE(refusal(write("clip.gguf", with("clip", {}))).find("vision projector"), std::string::npos);
+  // NaN and infinite RoPE bases, named by the key in the file.
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    const std::string e = refusal(write("rope.gguf", with("llama", {kv_f32("llama.rope.freq_base", bad)})));
+    EXPECT_NE(e.find("llama.rope.freq_base: is not a finite number"), std::string::npos) << e;
+  }
+  // A LoRA adapter (convert_lora_to_gguf.py writes general.type and adapter.type).
+  const std::string lora = refusal(
+      write("lora.gguf", with("llama", {kv_str("general.type", "adapter"), kv_str("adapter.type", "lora")})));
+  EXPECT_NE(lora.find("this is a LoRA adapter, not a model"), std::string::npos) << lora;
+  // 3 KV heads do not divide 4 heads: the key as spelled in the file.
+  const std::string kv =
+      refusal(write("kv.gguf", with("llama", {kv_u32("llama.attention.head_count_kv", 3)})));
+  EXPECT_NE(kv.find("llama.attention.head_count_kv"), std::string::npos) << kv;
+  // Qwen3-Next with full_attention_interval 0 (llama.cpp would take i % 0).
+  const std::string interval = refusal(
+      write("interval.gguf",
+            with("qwen3next",
+                 {kv_u32("qwen3next.ssm.conv_kernel", 4), kv_u32("qwen3next.ssm.state_size", 16),
+                  kv_u32("qwen3next.ssm.inner_size", 64), kv_u32("qwen3next.ssm.time_step_rank", 4),
+                  kv_u32("qwen3next.ssm.group_count", 2), kv_u32("qwen3next.full_attention_interval", 0)})));
+  EXPECT_NE(interval.find("qwen3next.full_attention_interval: is 0"), std::string::npos) << interval;
+  // An array of more than 2^30 entries (ggml GGUF_MAX_ARRAY_ELEMENTS) is refused from its count.
+  const std::string huge =
+      refusal(write("huge.gguf", with("llama", {kv_array("llama.x", 0, (1ull << 30) + 1, "")})));
+  EXPECT_NE(huge.find("GGUF_MAX_ARRAY_ELEMENTS"), std::string::npos) << huge;
+}
+
+TEST(Gguf, ArraysThePlannerDoesNotNeedAreSkippedAndPerLayerArraysKept) {
+  // 70,000 layers, head_count one u32 per layer (4 each): a legal file, kept whole. Per layer
+  // KV 4 heads x 16 dims x (K + V) = 128 values.
+  const std::uint64_t layers = 70000;
+  std::string heads;
+  for (std::uint64_t i = 0; i < layers; ++i) heads += le(4, 4);
+  std::vector<std::string> kvs = {kv_str("general.architecture", "llama"),
+                                  kv_u32("llama.block_count", layers), kv_u32("llama.embedding_length", 64),
+                                  kv_array("llama.attention.head_count", 4, layers, heads)};
+  // Three tokens (skipped unread, counted), 300 KB of u8 scores (skipped: more than one per layer),
+  // a 100 KB chat template (skipped: longer than any name kvsight reads).
+  kvs.push_back(kv_array("tokenizer.ggml.tokens", 8, 3, gstr("a") + gstr("bc") + gstr("")));
+  kvs.push_back(kv_array("llama.scores", 0, 300000, std::string(300000, '\x01')));
+  kvs.push_back(kv_str("tokenizer.chat_template", std::string(100000, 'x')));
+  const std::string path = write("layers.gguf", gguf_of(kvs));
+  const ModelSpec m = read_gguf_model(path);
+  EXPECT_EQ(m.num_layers(), layers);
+  EXPECT_EQ(m.layers[layers - 1].kv_heads, 4u);
+  EXPECT_EQ(m.vocab_size, 3u);
+  const GgufFile file = read_gguf(path);
+  EXPECT_EQ(file.metadata.at("tokenizer.ggml.tokens").value("skipped", ""), "string");
+  EXPECT_EQ(file.metadata.at("llama.scores").value("count", std::uint64_t{0}), 300000u);
+  EXPECT_EQ(file.metadata.at("tokenizer.chat_template").value("bytes", std::uint64_t{0}), 100000u);
+  // A per-layer array past one entry a layer is named, not read as something else.
+  kvs[3] = kv_array("llama.attention.head_count", 4, 100001, heads + std::string(4 * 30001, '\x04'));
+  const std::string e = refusal(write("long.gguf", gguf_of(kvs)));
+  EXPECT_NE(e.find("llama.attention.head_count: is an array of 100001 u32 entries"), std::string::npos) << e;
+}
+
+TEST(Gguf, ASplitThatIsALinkToAnotherIsRefusedNamingBoth) {
+  const std::string dir = test::temp_dir("gguf-split-link");
+  std::vector<std::string> kvs = model_kvs("llama");
+  kvs.push_back(gstr("split.count") + le(2, 4) + le(2, 2));  // u16, as gguf-split writes it
+  const std::string first = dir + "/m-00001-of-00002.gguf", second = dir + "/m-00002-of-00002.gguf";
+  test::write_file(first, gguf_of(kvs));
+  fs::create_symlink(first, second);
+  std::string e = refusal(first);
+  EXPECT_NE(e.find(second), std::string::npos) << e;
+  EXPECT_NE(e.find("is the same file as '" + first + "'"), std::string::npos) << e;
+  // A hard link is the same inode: refused the same way.
+  fs::remove(second);
+  fs::create_hard_link(first, second);
+  e = refusal(second);
+  EXPECT_NE(e.find("is the same file as"), std::string::npos) << e;
 }
 
 TEST(Gguf, HfCacheRepositoryOfGgufFilesOnly) {

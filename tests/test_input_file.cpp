@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,6 +60,22 @@ TEST(ParseJsonInput, NestedObjectsInAnUnusedKeyAreRefusedToo) {
   const std::string text = "{\"hidden_size\": 64, \"unused\": " + deep + "}";
   EXPECT_NE(message_of([&] { kvsight::parse_json_input(text, "config.json"); }).find("deeper"),
             std::string::npos);
+}
+
+// A flat object of 200,000 objects (a safetensors header of 200,000 tensors, ~14 MB) parses in
+// time linear in its size: the callback parser used for the depth limit before searched the
+// whole parent at the end of each member (quadratic: minutes). CPU time, not wall: the suite's
+// machine is shared. Brackets inside strings do not count toward the depth.
+TEST(ParseJsonInput, AWideObjectParsesInLinearTime) {
+  std::string text = "{";
+  for (int i = 0; i < 200000; ++i)
+    text += (i ? ",\"t" : "\"t") + std::to_string(i) +
+            "\":{\"dtype\":\"BF16\",\"shape\":[8],\"data_offsets\":[0,16]}";
+  text += "}";
+  const std::clock_t start = std::clock();
+  EXPECT_EQ(kvsight::parse_json_input(text, "header").size(), 200000u);
+  EXPECT_LT(static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC, 5.0);
+  EXPECT_NO_THROW(kvsight::parse_json_input("{\"a\":\"" + std::string(100, '[') + "\\\"]\"}", "f", 2));
 }
 
 TEST(ParseJsonInput, TrailingNulAndGarbageAreRefusedWithTheOffset) {

@@ -138,6 +138,76 @@ TEST(SafetensorsDir, IndexAndShardThatDisagreeAreRefused) {
   EXPECT_THROW(safetensors_in_dir(dir), InputError);
 }
 
+// ---------------------------------------------------------------- hostile shard sets (issue #25 class 4)
+
+std::string refusal_of(const std::string& dir) {
+  try {
+    safetensors_in_dir(dir);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(SafetensorsDir, AHeaderOverTheCapIsRefusedFromItsLength) {
+  // A 100,000,000-byte header (safetensors' own MAX_HEADER_SIZE) in a sparse file of that size:
+  // refused from the 8-byte length, before any allocation, naming the file and the 32 MiB cap.
+  const std::string dir = test::temp_dir("st-long-header");
+  const std::string path = dir + "/model.safetensors";
+  std::string length(8, '\0');
+  const std::uint64_t header_len = 100000000;
+  for (int i = 0; i < 8; ++i) length[i] = static_cast<char>((header_len >> (8 * i)) & 0xff);
+  test::write_file(path, length);
+  fs::resize_file(path, 8 + header_len);
+  const std::string e = refusal_of(dir);
+  EXPECT_NE(e.find(path), std::string::npos) << e;
+  EXPECT_NE(e.find("100000000 exceeds kvsight's 33554432-byte limit"), std::string::npos) << e;
+}
+
+TEST(SafetensorsDir, TheSameFileOrTensorTwiceIsRefusedNamingBoth) {
+  const std::string index =
+      R"({"weight_map":{"a":"model-00001-of-00002.safetensors","b":"model-00002-of-00002.safetensors"}})";
+  // A symlinked shard: model-00002 is model-00001 under another name.
+  std::string dir = test::temp_dir("st-symlink");
+  test::write_file(dir + "/model-00001-of-00002.safetensors", one_tensor("a", 10));
+  fs::create_symlink(dir + "/model-00001-of-00002.safetensors", dir + "/model-00002-of-00002.safetensors");
+  test::write_file(dir + "/model.safetensors.index.json", index);
+  std::string e = refusal_of(dir);
+  EXPECT_NE(e.find(dir + "/model-00002-of-00002.safetensors: is the same file as '" + dir +
+                   "/model-00001-of-00002.safetensors'"),
+            std::string::npos)
+      << e;
+  // A hard link, and no index: the shard set's own names.
+  fs::remove(dir + "/model-00002-of-00002.safetensors");
+  fs::remove(dir + "/model.safetensors.index.json");
+  fs::create_hard_link(dir + "/model-00001-of-00002.safetensors", dir + "/model-00002-of-00002.safetensors");
+  e = refusal_of(dir);
+  EXPECT_NE(e.find("is the same file as"), std::string::npos) << e;
+  // Two index names equal up to a NUL ("...safetensors\u0000x" opens ...safetensors).
+  dir = test::temp_dir("st-nul");
+  test::write_file(dir + "/model-00001-of-00001.safetensors", one_tensor("a", 10));
+  test::write_file(
+      dir + "/model.safetensors.index.json",
+      R"({"weight_map":{"a":"model-00001-of-00001.safetensors","b":"model-00001-of-00001.safetensors\u0000x"}})");
+  e = refusal_of(dir);
+  EXPECT_NE(e.find("weight_map['b']"), std::string::npos) << e;
+  // Two shards holding the same tensor: named with both files.
+  dir = test::temp_dir("st-same-tensor");
+  test::write_file(dir + "/model-00001-of-00002.safetensors", one_tensor("a", 10));
+  test::write_file(dir + "/model-00002-of-00002.safetensors", one_tensor("a", 20));
+  e = refusal_of(dir);
+  EXPECT_NE(e.find("holds tensor 'a', which '" + dir + "/model-00001-of-00002.safetensors' holds too"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("model-00002-of-00002.safetensors"), std::string::npos) << e;
+  // A set of 0 shards (NAME-0000i-of-00000) is not 0 B of exact weights.
+  dir = test::temp_dir("st-zero-shards");
+  test::write_file(dir + "/model-00001-of-00000.safetensors", one_tensor("a", 10));
+  test::write_file(dir + "/model-00002-of-00000.safetensors", one_tensor("b", 10));
+  e = refusal_of(dir);
+  EXPECT_NE(e.find("a set of 0 shards"), std::string::npos) << e;
+}
+
 const char* kConfig = R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,
   "num_key_value_heads":2,"vocab_size":100,"intermediate_size":128,"torch_dtype":"bfloat16"})";
 

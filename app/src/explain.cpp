@@ -165,6 +165,12 @@ void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutc
       make_term("KV tokens", "given KV memory", "tokens", static_cast<double>(*f.kv_tokens),
                 std::floor(*size * kGiB / per_token),
                 "logged KV size / " + std::to_string(cell) + " B per token (per rank, every layer)"));
+  // A logged "#tokens: 0" (issue #25) implies no bytes per token: that term is left out, never
+  // divided by zero.
+  if (*f.kv_tokens == 0) {
+    out.notes.push_back("the log holds 0 KV tokens: no bytes per token is implied");
+    return;
+  }
   out.terms.push_back(make_term("bytes per token (implied)", "given KV memory", "B",
                                 *size * kGiB / static_cast<double>(*f.kv_tokens), per_token,
                                 "the model's KV layers at the KV dtype, per rank"));
@@ -243,7 +249,13 @@ ExplainOutcome run_explain(const ExplainRequest& request) {
     out.inputs_from_log.push_back("engine version " + *f.engine_version + " (the log's version line)");
   }
   if (f.tensor_parallel_size && options.tp == 1 && options.engine == f.engine) {
-    options.tp = *f.tensor_parallel_size;
+    // The logged value passes the same check as --tp (kvsight/engine_options.hpp set_option).
+    try {
+      set_option(options, OptionField::tensor_parallel_size, std::to_string(*f.tensor_parallel_size));
+    } catch (const InputError& e) {
+      throw InputError("--log", request.log_name + " line " + std::to_string(f.tensor_parallel_size_line) +
+                                    " (\"non-default args\"): " + e.what());
+    }
     out.inputs_from_log.push_back("tensor_parallel_size " + std::to_string(*f.tensor_parallel_size) +
                                   " (\"non-default args\")");
   }

@@ -64,7 +64,8 @@ std::string raw_text(const nlohmann::json& value, bool round_trip) {
   if (value.is_number_float())
     return round_trip ? round_trip_text(value.get<double>()) : fixed_text(value.get<double>(), 6);
   if (value.is_string()) return value.get<std::string>();
-  return value.dump();
+  // A list or object may carry text from user files: invalid UTF-8 as U+FFFD (render_json).
+  return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace kvsight::app

@@ -27,7 +27,10 @@ struct EngineLogFigures {
   std::optional<double> kv_needed_gib;  // vLLM "(X GiB KV cache is needed, ..." at max_model_len
   std::optional<std::uint64_t> estimated_max_model_len;  // vLLM "the estimated maximum model length is N"
   std::optional<std::string> engine_version;              // vLLM "vLLM API server version X" / banner "version X"
-  std::optional<std::uint32_t> tensor_parallel_size;      // vLLM "non-default args: {... 'tensor_parallel_size': N"
+  // vLLM "non-default args: {... 'tensor_parallel_size': N": as logged, unchecked; explain validates
+  // it as the --tp flag and names tensor_parallel_size_line (1-based) when it refuses it.
+  std::optional<std::uint64_t> tensor_parallel_size;
+  std::size_t tensor_parallel_size_line = 0;
   std::vector<std::string> matched_lines;                // the lines a figure came from, in order
   // llama.cpp "(N cells, L layers, S/T seqs)": S = n_seq_max, T = n_stream (1: a unified cache);
   // kv_tokens is N x T (llamacpp.cpp, its log reader).
@@ -55,8 +58,14 @@ class EngineLogReader {
   virtual bool starts_line(std::string_view) const { return false; }
 };
 
-// Reads every line some engine's reader knows; unknown lines are skipped. Never throws on
-// content.
+// The longest log line read: 1 MiB. The longest real start-up lines are vLLM's "non-default
+// args" with a chat template in it (about 65,000 characters) and a redirected progress bar's
+// '\r'-joined updates (a few hundred of ~150 characters); 1 MiB is 16x the longest of them.
+inline constexpr std::size_t kMaxLogLineBytes = 1u << 20;
+
+// Reads every line some engine's reader knows; unknown lines are skipped. Throws InputError
+// ("--log") for a log it refuses: a line longer than kMaxLogLineBytes, or lines of two engines
+// (each named with the first line it read); never for a line's content otherwise.
 EngineLogFigures read_engine_log(std::string_view text);
 
 }  // namespace kvsight

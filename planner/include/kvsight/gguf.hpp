@@ -40,8 +40,10 @@ struct GgufFile {
   std::uint64_t alignment = 32;   // general.alignment, default GGUF_DEFAULT_ALIGNMENT
   std::uint64_t data_offset = 0;  // where the tensor data starts
   std::uint64_t file_size = 0;
-  // Scalars and small arrays as JSON values; an array of more than 65,536
-  // entries (the tokenizer's) or of strings is kept as {"array_of": type, "count": n}.
+  // Scalars, strings of at most 64 KiB and arrays of numbers of at most 100,000 entries (one
+  // per layer) as JSON values; what the planner never reads (arrays of strings, the tokenizer's
+  // arrays, longer values, values past the file's 16 MiB budget) is skipped unread and kept as
+  // {"skipped": type, "count": entries (a string: its length), "bytes": n} (gguf.cpp "Bounds").
   std::map<std::string, nlohmann::json> metadata;
   std::vector<GgufTensor> tensors;
   std::uint64_t tensor_bytes = 0;

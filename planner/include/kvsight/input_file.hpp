@@ -27,6 +27,26 @@ std::string read_input_file(const std::filesystem::path& path, std::string_view 
 std::string read_file_range(const std::filesystem::path& path, std::string_view field, std::uint64_t offset,
                             std::uint64_t length);
 
+// A regular file opened once for many bounded reads (the GGUF reader walks a header of
+// millions of entries in chunks: one open, not one per chunk). Same checks as
+// read_file_range; the descriptor is closed by the destructor.
+class InputFile {
+ public:
+  InputFile(const std::filesystem::path& path, std::string_view field);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  std::uint64_t size() const { return size_; }
+  // Exactly `length` bytes at `offset` into `out` (resized; its capacity is reused).
+  void read(std::uint64_t offset, std::uint64_t length, std::string& out) const;
+
+ private:
+  std::filesystem::path path_;
+  std::string field_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
 // Default nesting limit for JSON inputs: config.json nests 3-4 levels, calibration
 // and catalogs fewer; 64 is far above any real file and far below a stack's limit.
 inline constexpr std::size_t kMaxJsonDepth = 64;

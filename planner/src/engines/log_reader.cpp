@@ -9,6 +9,7 @@
 
 #include "kvsight/budget.hpp"
 #include "kvsight/engine_log.hpp"
+#include "kvsight/error.hpp"
 
 namespace kvsight {
 
@@ -22,12 +23,19 @@ EngineLogFigures read_engine_log(std::string_view text) {
     if (auto reader = engine->log_reader()) readers.push_back({engine->name(), std::move(reader)});
 
   EngineLogFigures out;
+  std::size_t engine_line = 0;  // the first line of out.engine's figures
   std::size_t start = 0;
-  while (start <= text.size()) {
+  for (std::size_t number = 1; start <= text.size(); ++number) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(start, end - start);
     start = end + 1;
+    if (line.size() > kMaxLogLineBytes)
+      throw InputError("--log",
+                       "line " + std::to_string(number) + " is " + std::to_string(line.size()) +
+                           " bytes long; allowed: at most " + std::to_string(kMaxLogLineBytes) +
+                           " (1 MiB; the longest real start-up line, vLLM's \"non-default args\" with "
+                           "a chat template, is about 65,000)");
     if (line.empty()) continue;
     // Comments of log excerpts (tests/fixtures/logs) start with '#'; so does vLLM V0's
     // "# GPU blocks" line.
@@ -35,12 +43,23 @@ EngineLogFigures read_engine_log(std::string_view text) {
                                        [&](const Reader& r) { return r.reader->starts_line(line); }))
       continue;
     bool matched = false;
+    const auto tensor_parallel_size = out.tensor_parallel_size;
     for (Reader& r : readers) {
       const LogLineRead read = r.reader->read(line, out);
       if (read == LogLineRead::other) continue;
       matched = true;
-      if (read == LogLineRead::figures && out.engine.empty()) out.engine = r.engine;
+      if (read != LogLineRead::figures) continue;
+      if (out.engine.empty()) {
+        out.engine = r.engine;
+        engine_line = number;
+      } else if (out.engine != r.engine) {
+        // One start-up is one engine's: a log of two would be replayed as one, figures mixed.
+        throw InputError("--log", "holds lines of two engines: " + out.engine + " (line " +
+                                      std::to_string(engine_line) + ") and " + r.engine + " (line " +
+                                      std::to_string(number) + "); give the log of one engine's start-up");
+      }
     }
+    if (out.tensor_parallel_size != tensor_parallel_size) out.tensor_parallel_size_line = number;
     if (matched) out.matched_lines.emplace_back(line);
   }
   return out;

@@ -702,10 +702,8 @@ LogLineRead VllmLogReader::read(std::string_view line, EngineLogFigures& f) {
     const std::string args = m.text("args");
     kMaxModelLenArg.read(args, [&](const LogMatch& a) { f.max_model_len = a.count("value"); });
     kUtilizationArg.read(args, [&](const LogMatch& a) { f.gpu_memory_utilization = a.number("value"); });
-    kTensorParallelArg.read(args, [&](const LogMatch& a) {
-      const std::uint64_t tp = a.count("value");
-      if (tp > 0 && tp <= 4096) f.tensor_parallel_size = static_cast<std::uint32_t>(tp);
-    });
+    // Kept as logged: explain checks it as the --tp flag (a refusal names the line).
+    kTensorParallelArg.read(args, [&](const LogMatch& a) { f.tensor_parallel_size = a.count("value"); });
   });
   return read ? LogLineRead::figures : LogLineRead::other;
 }

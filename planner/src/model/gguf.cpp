@@ -9,16 +9,22 @@
 // the alignment, the data inside the file.
 #include "kvsight/gguf.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "families.hpp"
+#include "gguf_architectures.hpp"
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/input_file.hpp"
@@ -82,48 +88,61 @@ std::uint64_t scalar_size(std::uint32_t type) {
   }
 }
 
-// Limits far above any real file: GGML_MAX_DIMS 4 (ggml.h); a key or tensor name
-// of 64 KB; one string value (a chat template) of 16 MB; arrays kept whole up to
-// 65,536 entries (per-layer values), larger ones (the tokenizer) counted only.
+// Bounds. GGML_MAX_DIMS 4 (ggml.h); a key or tensor name of 64 KiB. Values the planner never
+// reads (the tokenizer's arrays, a chat template) are skipped by seeking, never kept, so the
+// time and memory of a read depend on the header's entries, not on the file's size (issue #25):
+//  - an array of numbers is kept only up to one entry per layer (kMaxLayers, block_count's own
+//    bound); a longer one (token types, scores) is skipped whole by its byte length;
+//  - a string value is kept up to 64 KiB (every key the planner reads is a short name); a longer
+//    one (a chat template) is skipped by its length;
+//  - the values kept weigh at most kMaxKeptBytes (16 MiB: a 100,000-layer model's per-layer
+//    arrays are 1.6 MB each as JSON); values past it are skipped, and a key the planner needs
+//    among them is refused naming the bound;
+//  - an array holds at most 2^30 entries: ggml/src/gguf.cpp GGUF_MAX_ARRAY_ELEMENTS, beyond which
+//    llama.cpp refuses the file;
+//  - the strings of arrays, whose lengths must each be read to find the next key, number at most
+//    2^25 in a file: reading 2^25 lengths is 256 MiB, about 0.2 s, inside the reader's 1 s bound,
+//    and a real file holds under a million (Gemma 3's 262,144 tokens and a BPE model's ~500,000
+//    merges are the largest);
+//  - at most 65,536 metadata keys: a real GGUF holds 20-60, llama.cpp names about 200
+//    (src/llama-arch.cpp LLM_KV_NAMES).
 constexpr std::uint64_t kMaxDims = 4;
 constexpr std::uint64_t kMaxName = 65536;
-constexpr std::uint64_t kMaxString = 16ull << 20;
-constexpr std::uint64_t kMaxKeptArray = 65536;
+constexpr std::uint64_t kMaxString = 1ull << 30;  // ggml gguf.cpp GGUF_MAX_STRING_LENGTH
+constexpr std::uint64_t kMaxKeptString = 65536;
+constexpr std::uint64_t kMaxLayers = 100000;
+constexpr std::uint64_t kMaxKeptBytes = 16ull << 20;
+constexpr std::uint64_t kMaxArray = 1ull << 30;
+constexpr std::uint64_t kMaxArrayStrings = 1ull << 25;
+constexpr std::uint64_t kMaxMetadata = 65536;
 constexpr std::uint64_t kChunk = 1ull << 20;
+// What one kept number costs as a JSON value (nlohmann::json is 16 bytes).
+constexpr std::uint64_t kKeptEntryBytes = 16;
 
-// Sequential reader over a file, one bounded chunk in memory at a time.
+// Sequential reader over a file, one bounded chunk in memory at a time, the file opened once.
 class Cursor {
  public:
-  Cursor(std::string path, std::uint64_t size) : path_(std::move(path)), size_(size) {}
+  explicit Cursor(const std::string& path) : file_(path, path), path_(path), size_(file_.size()) {}
   std::uint64_t pos() const { return pos_; }
+  std::uint64_t size() const { return size_; }
   std::uint64_t remaining() const { return size_ - pos_; }
 
-  void need(std::uint64_t n, const std::string& what) {
+  void need(std::uint64_t n, const std::string& what) const {
     if (n > remaining())
       throw InputError(path_, what + " at byte " + std::to_string(pos_) + " needs " + std::to_string(n) +
                                   " bytes but the file has " + std::to_string(size_) +
                                   "; the GGUF is truncated or corrupt");
   }
   std::string bytes(std::uint64_t n, const std::string& what) {
-    need(n, what);
-    if (pos_ < buffer_offset_ || pos_ + n > buffer_offset_ + buffer_.size()) {
-      buffer_offset_ = pos_;
-      buffer_ = read_file_range(path_, path_, pos_, std::min(remaining(), std::max(n, kChunk)));
-    }
-    std::string out =
-        buffer_.substr(static_cast<std::size_t>(pos_ - buffer_offset_), static_cast<std::size_t>(n));
-    pos_ += n;
-    return out;
+    const char* p = view(n, what);
+    return std::string(p, static_cast<std::size_t>(n));
   }
   void skip(std::uint64_t n, const std::string& what) {
     need(n, what);
     pos_ += n;
   }
   std::uint64_t uint(std::uint64_t width, const std::string& what) {
-    const std::string b = bytes(width, what);
-    std::uint64_t v = 0;
-    for (std::size_t i = width; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(b[i]);
-    return v;
+    return little_endian(view(width, what), width);
   }
   std::string string(std::uint64_t max, const std::string& what) {
     const std::uint64_t n = uint(8, what + " length");
@@ -132,9 +151,44 @@ class Cursor {
                                   " bytes long; allowed: at most " + std::to_string(max));
     return bytes(n, what);
   }
+  // Walks `count` strings (a u64 length, then the bytes) reading only their lengths, a chunk
+  // at a time; nothing is built per string, so the walk costs about a nanosecond a string.
+  void skip_strings(std::uint64_t count, const std::string& what) {
+    for (std::uint64_t i = 0; i < count; ++i) {
+      if (remaining() < 8 || pos_ < buffer_offset_ || pos_ + 8 > buffer_offset_ + buffer_.size())
+        view(8, what + "[" + std::to_string(i) + "] length");  // refills the chunk or refuses
+      else
+        pos_ += 8;
+      const std::uint64_t n = little_endian(buffer_.data() + (pos_ - 8 - buffer_offset_), 8);
+      if (n > kMaxString || n > remaining())
+        throw InputError(path_, what + "[" + std::to_string(i) + "] at byte " + std::to_string(pos_ - 8) +
+                                    " is " + std::to_string(n) + " bytes long; allowed: at most " +
+                                    std::to_string(std::min(kMaxString, remaining())) +
+                                    " (the rest of the file)");
+      pos_ += n;
+    }
+  }
   const std::string& path() const { return path_; }
 
  private:
+  static std::uint64_t little_endian(const char* p, std::uint64_t width) {
+    std::uint64_t v = 0;
+    for (std::size_t i = width; i-- > 0;) v = (v << 8) | static_cast<unsigned char>(p[i]);
+    return v;
+  }
+  // The next n bytes, in the chunk buffer; advances past them.
+  const char* view(std::uint64_t n, const std::string& what) {
+    need(n, what);
+    if (pos_ < buffer_offset_ || pos_ + n > buffer_offset_ + buffer_.size()) {
+      buffer_offset_ = pos_;
+      file_.read(pos_, std::min(remaining(), std::max(n, kChunk)), buffer_);
+    }
+    const char* p = buffer_.data() + (pos_ - buffer_offset_);
+    pos_ += n;
+    return p;
+  }
+
+  InputFile file_;
   std::string path_;
   std::uint64_t size_;
   std::uint64_t pos_ = 0;
@@ -180,45 +234,92 @@ nlohmann::json read_scalar(Cursor& c, std::uint32_t type, const std::string& wha
   throw InputError(c.path(), what + " has value type " + std::to_string(type) + "; allowed: 0-12");
 }
 
-nlohmann::json read_value(Cursor& c, std::uint32_t type, const std::string& what) {
-  if (type == kString) return c.string(kMaxString, what);
-  if (type != kArray) {
-    if (scalar_size(type) == 0)
-      throw InputError(c.path(), what + " has value type " + std::to_string(type) + "; allowed: 0-12");
-    return read_scalar(c, type, what);
-  }
-  const auto elem = static_cast<std::uint32_t>(c.uint(4, what + " array type"));
-  const std::uint64_t count = c.uint(8, what + " array length");
-  if (elem == kArray)
-    throw InputError(c.path(), what + " is an array of arrays; GGUF readers (ggml gguf.cpp) allow none");
-  if (elem == kString) {
-    // Every string is at least its 8-byte length.
-    if (count > c.remaining() / 8)
-      c.need(checked_mul(count, 8, what), what + " (" + std::to_string(count) + " strings)");
-    nlohmann::json kept = nlohmann::json::array();
-    for (std::uint64_t i = 0; i < count; ++i) {
-      const std::uint64_t n = c.uint(8, what + "[" + std::to_string(i) + "] length");
+// The metadata values of one file, with the budgets above.
+class ValueReader {
+ public:
+  explicit ValueReader(Cursor& c) : c_(c) {}
+
+  nlohmann::json read(std::uint32_t type, const std::string& key, const std::string& what) {
+    if (type == kString) {
+      const std::uint64_t n = c_.uint(8, what + " length");
       if (n > kMaxString)
-        throw InputError(c.path(), what + "[" + std::to_string(i) + "] is " + std::to_string(n) +
-                                       " bytes long; allowed: at most " + std::to_string(kMaxString));
-      c.skip(n, what + "[" + std::to_string(i) + "]");
+        throw InputError(c_.path(), what + " at byte " + std::to_string(c_.pos() - 8) + " is " +
+                                        std::to_string(n) + " bytes long; allowed: at most " +
+                                        std::to_string(kMaxString) +
+                                        " (ggml gguf.cpp GGUF_MAX_STRING_LENGTH)");
+      if (n > kMaxKeptString || !keep(n)) {
+        c_.skip(n, what);
+        return skipped("string", n, n);
+      }
+      return c_.bytes(n, what);
     }
-    return nlohmann::json{{"array_of", "string"}, {"count", count}};
+    if (type != kArray) {
+      if (scalar_size(type) == 0)
+        throw InputError(c_.path(), what + " has value type " + std::to_string(type) + "; allowed: 0-12");
+      return read_scalar(c_, type, what);
+    }
+    const auto elem = static_cast<std::uint32_t>(c_.uint(4, what + " array type"));
+    const std::uint64_t count = c_.uint(8, what + " array length");
+    if (elem == kArray)
+      throw InputError(c_.path(), what + " is an array of arrays; GGUF readers (ggml gguf.cpp) allow none");
+    if (elem != kString && scalar_size(elem) == 0)
+      throw InputError(c_.path(),
+                       what + " is an array of value type " + std::to_string(elem) + "; allowed: 0-12");
+    if (count > kMaxArray)
+      throw InputError(c_.path(), what + " has " + std::to_string(count) + " entries; allowed: at most " +
+                                      std::to_string(kMaxArray) +
+                                      " (ggml gguf.cpp GGUF_MAX_ARRAY_ELEMENTS; llama.cpp refuses more)");
+    if (elem == kString) {
+      // Every string is at least its 8-byte length.
+      if (count > c_.remaining() / 8)
+        c_.need(checked_mul(count, 8, what), what + " (" + std::to_string(count) + " strings)");
+      if (count > kMaxArrayStrings - array_strings_)
+        throw InputError(c_.path(), what + " has " + std::to_string(count) + " strings, " +
+                                        std::to_string(array_strings_ + count) +
+                                        " in the file's arrays so far; allowed: at most " +
+                                        std::to_string(kMaxArrayStrings) +
+                                        " in all (each length is read to find the next key; a real "
+                                        "GGUF holds under a million)");
+      array_strings_ += count;
+      const std::uint64_t begin = c_.pos();
+      c_.skip_strings(count, what);
+      return skipped("string", count, c_.pos() - begin);
+    }
+    const std::uint64_t width = scalar_size(elem);
+    const std::uint64_t bytes = checked_mul(count, width, what);
+    c_.need(bytes, what + " (" + std::to_string(count) + " entries)");
+    // The tokenizer's arrays are never per-layer values.
+    if (count > kMaxLayers || key.rfind("tokenizer.", 0) == 0 || !keep(count * kKeptEntryBytes)) {
+      c_.skip(bytes, what);
+      return skipped(type_name(elem), count, bytes);
+    }
+    nlohmann::json out = nlohmann::json::array();
+    out.get_ref<nlohmann::json::array_t&>().reserve(static_cast<std::size_t>(count));
+    for (std::uint64_t i = 0; i < count; ++i) out.push_back(read_scalar(c_, elem, what));
+    return out;
   }
-  const std::uint64_t width = scalar_size(elem);
-  if (width == 0)
-    throw InputError(c.path(),
-                     what + " is an array of value type " + std::to_string(elem) + "; allowed: 0-12");
-  c.need(checked_mul(count, width, what), what + " (" + std::to_string(count) + " entries)");
-  if (count > kMaxKeptArray) {
-    c.skip(count * width, what);
-    return nlohmann::json{{"array_of", elem}, {"count", count}};
+
+ private:
+  // Whether a value of `bytes` still fits the budget of kept values (and takes it if so).
+  bool keep(std::uint64_t bytes) {
+    if (bytes > kMaxKeptBytes - kept_bytes_) return false;
+    kept_bytes_ += bytes;
+    return true;
   }
-  nlohmann::json out = nlohmann::json::array();
-  for (std::uint64_t i = 0; i < count; ++i)
-    out.push_back(read_scalar(c, elem, what + "[" + std::to_string(i) + "]"));
-  return out;
-}
+  static const char* type_name(std::uint32_t type) {
+    static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                        "bool", "string", "array", "u64", "i64", "f64"};
+    return type < 13 ? names[type] : "?";
+  }
+  // A value skipped unread: its type, its entry count (a string: its length) and its bytes.
+  static nlohmann::json skipped(const char* of, std::uint64_t count, std::uint64_t bytes) {
+    return nlohmann::json{{"skipped", of}, {"count", count}, {"bytes", bytes}};
+  }
+
+  Cursor& c_;
+  std::uint64_t kept_bytes_ = 0;
+  std::uint64_t array_strings_ = 0;
+};
 
 }  // namespace
 
@@ -230,8 +331,8 @@ const GgmlType* find_ggml_type(std::uint32_t id) {
 
 GgufFile read_gguf(const std::string& path) {
   GgufFile out;
-  out.file_size = regular_file_size(path, path);
-  Cursor c(path, out.file_size);
+  Cursor c(path);
+  out.file_size = c.size();
   if (c.bytes(4, "GGUF magic") != "GGUF")
     throw InputError(path, "is not a GGUF file: it does not begin with \"GGUF\"");
   out.version = static_cast<std::uint32_t>(c.uint(4, "GGUF version"));
@@ -244,11 +345,15 @@ GgufFile read_gguf(const std::string& path) {
   if (n_kv > c.remaining() / 13)
     throw InputError(path, "metadata count " + std::to_string(n_kv) + " cannot fit in the file's " +
                                std::to_string(out.file_size) + " bytes");
+  if (n_kv > kMaxMetadata)
+    throw InputError(path, "metadata count " + std::to_string(n_kv) + "; allowed: at most " +
+                               std::to_string(kMaxMetadata) + " (a real GGUF holds 20-60 keys)");
+  ValueReader values(c);
   for (std::uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.string(kMaxName, "metadata key " + std::to_string(i));
     const std::string what = "metadata '" + key.substr(0, 128) + "'";
     const auto type = static_cast<std::uint32_t>(c.uint(4, what + " type"));
-    nlohmann::json value = read_value(c, type, what);
+    nlohmann::json value = values.read(type, key, what);
     if (!out.metadata.emplace(std::move(key), std::move(value)).second)
       throw InputError(path, what + " appears twice; keys must be unique");
   }
@@ -328,7 +433,21 @@ class Meta {
     auto it = file_.metadata.find(full);
     return it == file_.metadata.end() ? nullptr : &it->second;
   }
+  // A value ValueReader skipped unread, asked for by the planner: refused naming the bound.
+  void refuse_skipped(const nlohmann::json& v, const std::string& full) const {
+    if (!v.is_object()) return;
+    const std::string of = v.value("skipped", "");
+    const std::string count = std::to_string(v.value("count", std::uint64_t{0}));
+    if (of == "string")
+      throw InputError(path_ + ": " + full, "is a string of " + count + " bytes; kvsight reads at most " +
+                                                std::to_string(kMaxKeptString) + " for a value it needs");
+    throw InputError(path_ + ": " + full,
+                     "is an array of " + count + " " + of + " entries; kvsight reads arrays of at most " +
+                         std::to_string(kMaxLayers) + " (one per layer) and " +
+                         std::to_string(kMaxKeptBytes >> 20) + " MiB of kept values per file");
+  }
   std::uint64_t as_uint(const nlohmann::json& v, const std::string& full) const {
+    refuse_skipped(v, full);
     if (v.is_number_unsigned()) return v.get<std::uint64_t>();
     if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
       return static_cast<std::uint64_t>(v.get<std::int64_t>());
@@ -350,6 +469,7 @@ class Meta {
   std::optional<std::vector<std::uint64_t>> per_layer(const std::string& suffix, std::uint64_t n) const {
     const nlohmann::json* v = find(key(suffix));
     if (!v) return std::nullopt;
+    refuse_skipped(*v, key(suffix));
     if (!v->is_array()) return std::vector<std::uint64_t>(n, as_uint(*v, key(suffix)));
     if (v->size() != n)
       throw InputError(path_ + ": " + key(suffix),
@@ -364,11 +484,15 @@ class Meta {
     const nlohmann::json* v = find(key(suffix));
     if (!v) return fallback;
     if (!v->is_number()) throw InputError(path_ + ": " + key(suffix), "must be a number");
-    return v->get<double>();
+    const double d = v->get<double>();
+    // A NaN or infinite float (f32/f64 metadata) would be carried into every figure.
+    if (!std::isfinite(d)) throw InputError(path_ + ": " + key(suffix), "is not a finite number");
+    return d;
   }
   std::string string(const std::string& full) const {
     const nlohmann::json* v = find(full);
     if (!v) return "";
+    refuse_skipped(*v, full);
     if (!v->is_string()) throw InputError(path_ + ": " + full, "must be a string");
     return v->get<std::string>();
   }
@@ -416,12 +540,27 @@ ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, cons
       throw InputError(path + ": split.count", "is " + std::to_string(count) + " but the file name says " +
                                                    std::to_string(split_count));
     std::uint64_t tensors = file.tensors.size();
+    // Each split is its own file: one that is a symlink to (or a hard link of) another would be
+    // counted twice; refused naming both (compared by device and inode).
+    std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> seen;
+    const auto distinct = [&](const std::string& split) {
+      struct stat info {};
+      if (::stat(split.c_str(), &info) != 0) return;
+      const auto [it, added] =
+          seen.emplace(std::pair<std::uint64_t, std::uint64_t>(info.st_dev, info.st_ino), split);
+      if (!added)
+        throw InputError(split, "is the same file as '" + it->second +
+                                    "' (a link to it); each split of a split GGUF is its own file: fetch the "
+                                    "missing split again");
+    };
+    distinct(path);
     for (std::uint64_t i = 2; i <= count; ++i) {
       const std::string other = split_path(split_prefix, i, count);
       std::error_code ec;
       if (!fs::exists(other, ec))
         throw InputError(path, "split " + std::to_string(i) + " of " + std::to_string(count) + " ('" + other +
                                    "') is missing; the download is incomplete");
+      distinct(other);
       const GgufFile part = read_gguf(other);
       weights.bytes = checked_add(weights.bytes, part.tensor_bytes, "GGUF tensor bytes");
       weights.params = checked_add(weights.params, part.tensor_elements, "GGUF tensor elements");
@@ -455,9 +594,9 @@ GgufLayerShapes read_gguf_hparams(const GgufFile& file, const Meta& meta, const 
                                   const std::string& path, ModelSpec& spec) {
   GgufLayerShapes s;
   s.n_layer = meta.required("block_count");
-  if (s.n_layer > 100000)
+  if (s.n_layer > kMaxLayers)
     throw InputError(path + ": " + meta.key("block_count"),
-                     "is " + std::to_string(s.n_layer) + "; at most 100000");
+                     "is " + std::to_string(s.n_layer) + "; at most " + std::to_string(kMaxLayers));
   spec.hidden_size = meta.required("embedding_length");
   s.heads =
       meta.per_layer("attention.head_count", s.n_layer).value_or(std::vector<std::uint64_t>(s.n_layer, 0));
@@ -473,8 +612,9 @@ GgufLayerShapes read_gguf_hparams(const GgufFile& file, const Meta& meta, const 
   spec.intermediate_size = ff_sum / s.n_layer;
   if (auto v = meta.uint("vocab_size"))
     spec.vocab_size = *v;
-  else if (const nlohmann::json* tokens = any.find("tokenizer.ggml.tokens"); tokens && tokens->is_object())
-    spec.vocab_size = tokens->value("count", std::uint64_t{0});
+  else if (const nlohmann::json* tokens = any.find("tokenizer.ggml.tokens");
+           tokens && tokens->is_object() && tokens->value("skipped", "") == "string")
+    spec.vocab_size = tokens->value("count", std::uint64_t{0});  // the tokens, counted unread
   for (const auto& t : file.tensors)
     if (spec.vocab_size == 0 && t.name == "token_embd.weight" && t.dims.size() == 2)
       spec.vocab_size = t.dims[1];
@@ -494,6 +634,8 @@ void read_gguf_positions(const Meta& meta, const std::string& path, ModelSpec& s
   if (spec.max_position_embeddings == 0)
     spec.notes.push_back(meta.key("context_length") + " absent: no model length limit known");
   spec.rope_theta = meta.number("rope.freq_base", 0.0);
+  if (spec.rope_theta < 0.0)
+    throw InputError(path + ": " + meta.key("rope.freq_base"), "must not be negative");
   const nlohmann::json* type = meta.find(meta.key("rope.scaling.type"));
   std::string t = type && type->is_string() ? type->get<std::string>() : "";
   if (!t.empty() && t != "none") {
@@ -569,13 +711,20 @@ std::vector<LayerKind> read_gguf_layer_kinds(const Meta& meta, const families::F
   std::vector<LayerKind> kinds(s.n_layer, LayerKind::full_attention);
   if (meta.find(meta.key("ssm.state_size")) == nullptr) return kinds;
   spec.recurrent = read_gguf_state(meta, family, path);
+  // llama.cpp src/models/qwen3next.cpp takes (i + 1) % full_attention_interval, which 0 would
+  // divide by; src/models/qwen4exp.cpp refuses 0 (qwen4exp_require_nonzero). Refused here too.
+  const std::uint64_t interval =
+      family.gguf_attention_interval > 0
+          ? meta.uint("full_attention_interval").value_or(family.gguf_attention_interval)
+          : 0;
+  if (family.gguf_attention_interval > 0 && interval == 0)
+    throw InputError(path + ": " + meta.key("full_attention_interval"),
+                     "is 0; a positive interval (every Nth layer is full attention) is required");
   for (std::uint64_t i = 0; i < s.n_layer; ++i) {
     if (family.layers == families::Layers::all_recurrent) {
       kinds[i] = LayerKind::recurrent;
     } else if (family.gguf_attention_interval > 0) {
-      const std::uint64_t interval =
-          meta.uint("full_attention_interval").value_or(family.gguf_attention_interval);
-      kinds[i] = interval && (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
+      kinds[i] = (i + 1) % interval == 0 ? LayerKind::full_attention : LayerKind::recurrent;
     } else if (s.kv_heads[i] == 0) {
       kinds[i] = spec.traits.mlp_layers && s.ff[i] > 0 ? LayerKind::none : LayerKind::recurrent;
     }
@@ -705,9 +854,20 @@ ModelSpec read_gguf_model(const std::string& path_arg) {
   const GgufFile file = read_gguf(path);
   const std::string arch_key = "general.architecture";
   Meta any(file, path, "");
+  // A LoRA adapter is no model: llama.cpp loads it with llama_adapter_lora_init
+  // (src/llama-adapter.cpp: general.type "adapter", adapter.type "lora"), never as a model.
+  if (any.string("general.type") == "adapter" || any.find("adapter.type") != nullptr)
+    throw InputError(path + ": general.type",
+                     "this is a LoRA adapter, not a model (general.type 'adapter'" +
+                         std::string(any.find("adapter.type")
+                                         ? ", adapter.type '" + any.string("adapter.type").substr(0, 32) + "'"
+                                         : "") +
+                         "); give the base model's GGUF (llama.cpp loads an adapter with --lora)");
   const std::string arch = any.string(arch_key);
   if (arch.empty())
     throw InputError(path + ": general.architecture", "missing; a GGUF model names its architecture");
+  if (const std::optional<std::string> refusal = gguf_detail::architecture_refusal(arch))
+    throw InputError(path + ": general.architecture", *refusal);
   Meta meta(file, path, arch);
 
   ModelSpec spec;

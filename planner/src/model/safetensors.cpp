@@ -1,13 +1,17 @@
 // Safetensors headers and the set of shards a model directory holds. Only the
 // 8-byte length and the JSON header of any file are read, never the data
 // (docs/reference/model-inputs.md "Safetensors").
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <new>
 #include <regex>
 #include <set>
 #include <string_view>
+#include <utility>
 
 #include "kvsight/checked.hpp"
 #include "kvsight/error.hpp"
@@ -47,12 +51,25 @@ std::uint64_t read_le64(std::string_view bytes) {
   return v;
 }
 
-// The largest header kvsight reads. safetensors itself refuses headers over
-// 100,000,000 bytes (safetensors/src/tensor.rs MAX_HEADER_SIZE).
-constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+// The largest header kvsight reads: 32 MiB. A header is about 100-150 B of JSON per tensor; the
+// largest real ones are a few MB (a whole DeepSeek-V3, 91,000 tensors, in one file would be about
+// 12 MB; its shards hold ~560 tensors, ~70 KB each), so 32 MiB is over twice the largest real
+// need. Parsed, a header takes about 12x its size in memory (nlohmann::json; a 30 MiB header
+// peaks at 362 MiB RSS, tests/test_reader_bounds.cpp), so the cap keeps a read under 400 MB,
+// inside a 2 GB address-space limit; safetensors' own MAX_HEADER_SIZE
+// (safetensors/src/tensor.rs, 100,000,000 bytes) parsed the same way ran out of memory there
+// (issue #25 class 4: std::bad_alloc, SIGABRT).
+constexpr std::uint64_t kMaxHeaderBytes = 32ull << 20;
 // model.safetensors.index.json: about 100 B per tensor; DeepSeek-V3's (91,000
 // tensors) is under 10 MB.
 constexpr std::uint64_t kMaxIndexBytes = 64ull << 20;
+
+void refuse_long_header(std::uint64_t header_len, const std::string& origin) {
+  if (header_len > kMaxHeaderBytes)
+    throw InputError(origin, "safetensors header length " + std::to_string(header_len) +
+                                 " exceeds kvsight's " + std::to_string(kMaxHeaderBytes) +
+                                 "-byte limit (32 MiB; the largest real headers are a few MB)");
+}
 
 }  // namespace
 
@@ -70,9 +87,7 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
   if (header_len > file_size - 8 || header_len > bytes.size() - 8)
     throw InputError(origin, "safetensors header length " + std::to_string(header_len) +
                                  " is larger than the file (" + std::to_string(file_size) + " bytes)");
-  if (header_len > kMaxHeaderBytes)
-    throw InputError(origin, "safetensors header length " + std::to_string(header_len) + " exceeds the " +
-                                 std::to_string(kMaxHeaderBytes) + "-byte limit safetensors itself applies");
+  refuse_long_header(header_len, origin);
   nlohmann::json header;
   try {
     header = parse_json_input(bytes.substr(8, static_cast<std::size_t>(header_len)), "safetensors header");
@@ -80,6 +95,11 @@ SafetensorsHeader parse_safetensors_header(std::string_view bytes, std::uint64_t
     std::string what = e.what();
     if (what.rfind("safetensors header: ", 0) == 0) what.erase(0, 20);
     throw InputError(origin, "safetensors header is not valid JSON: " + what);
+  } catch (const std::bad_alloc&) {
+    // Under an address-space limit even a header within the cap may not fit: the input is
+    // refused, never an abort.
+    throw InputError(origin, "safetensors header of " + std::to_string(header_len) +
+                                 " bytes does not fit in memory here (allocation failed)");
   }
   if (!header.is_object()) throw InputError(origin, "safetensors header is not a JSON object");
   const std::uint64_t data_size = file_size - 8 - header_len;
@@ -158,9 +178,7 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   if (header_len > size - 8)
     throw InputError(path, "safetensors header length " + std::to_string(header_len) +
                                " is larger than the file (" + std::to_string(size) + " bytes)");
-  if (header_len > kMaxHeaderBytes)
-    throw InputError(path, "safetensors header length " + std::to_string(header_len) + " exceeds the " +
-                               std::to_string(kMaxHeaderBytes) + "-byte limit safetensors itself applies");
+  refuse_long_header(header_len, path);
   return parse_safetensors_header(length_bytes + read_file_range(path, path, 8, header_len), size, path);
 }
 
@@ -190,6 +208,42 @@ void count_header(SafetensorsSet& set, const SafetensorsHeader& header) {
       ++set.encoder_tensors;
     }
 }
+// Reads and counts the shards of one set, each once: the same file reached under two names (a
+// symlinked shard, a hard link, an index name that holds a NUL) and a tensor that two shards
+// hold are refused naming both, never counted twice as exact (issue #25 class 4).
+class ShardCounter {
+ public:
+  ShardCounter(SafetensorsSet& set, std::string dir_prefix) : set_(set), dir_prefix_(std::move(dir_prefix)) {}
+  SafetensorsHeader add(const std::string& name) {
+    const std::string path = dir_prefix_ + name;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0) {
+      const auto [it, added] =
+          files_.emplace(std::pair<std::uint64_t, std::uint64_t>(info.st_dev, info.st_ino), name);
+      if (!added)
+        throw InputError(path,
+                         "is the same file as '" + dir_prefix_ + it->second +
+                             "' (a link to it); each shard of a set is its own file and is counted once");
+    }
+    SafetensorsHeader header = read_safetensors_header(path);
+    for (const auto& t : header.tensors) {
+      const auto [it, added] = shard_of_.emplace(t.name, name);
+      if (!added)
+        throw InputError(path, "holds tensor '" + t.name.substr(0, 128) + "', which '" + dir_prefix_ +
+                                   it->second + "' holds too; each tensor of a checkpoint is in one shard");
+    }
+    count_header(set_, header);
+    set_.files.push_back(name);
+    return header;
+  }
+
+ private:
+  SafetensorsSet& set_;
+  std::string dir_prefix_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> files_;  // (device, inode) -> name
+  std::map<std::string, std::string> shard_of_;                           // tensor -> shard
+};
+
 }  // namespace
 
 std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
@@ -210,6 +264,7 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
   SafetensorsSet set;
   std::set<std::string> counted;
   const std::string dir_prefix = (fs::path(dir) / "").string();
+  ShardCounter shards(set, dir_prefix);
   if (!indexes.empty()) {
     // transformers writes model.safetensors.index.json; its weight_map (tensor ->
     // shard file) is the list of shards (transformers modeling_utils
@@ -222,16 +277,22 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
       index_name = indexes[0];
     }
     const std::string index_path = dir_prefix + index_name;
-    const nlohmann::json index =
-        parse_json_input(read_input_file(index_path, index_path, kMaxIndexBytes), index_path);
+    nlohmann::json index;
+    try {
+      index = parse_json_input(read_input_file(index_path, index_path, kMaxIndexBytes), index_path);
+    } catch (const std::bad_alloc&) {
+      throw InputError(index_path, "does not fit in memory here (allocation failed)");
+    }
     auto map = index.is_object() ? index.find("weight_map") : index.end();
     if (!index.is_object() || map == index.end() || !map->is_object() || map->empty())
       throw InputError(index_path + ": weight_map",
                        "is missing or empty; an object {tensor: shard file} is required");
     std::map<std::string, std::set<std::string>> tensors_of;  // shard -> tensors the index puts there
     for (const auto& [tensor, shard] : map->items()) {
+      // A NUL would end the name at the system call: "a.safetensors\u0000x" is a.safetensors.
       if (!shard.is_string() || shard.get<std::string>().empty() ||
-          shard.get<std::string>().find('/') != std::string::npos || shard.get<std::string>() == "..")
+          shard.get<std::string>().find_first_of(std::string("/\0", 2)) != std::string::npos ||
+          shard.get<std::string>() == "..")
         throw InputError(index_path + ": weight_map['" + tensor.substr(0, 128) + "']",
                          "must be a file name in the same directory");
       tensors_of[shard.get<std::string>()].insert(tensor);
@@ -242,7 +303,7 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
         throw InputError(index_path, "names shard '" + shard + "' (" + std::to_string(tensors.size()) +
                                          " tensors), which is missing from " + dir +
                                          "; the download is incomplete: fetch it again");
-      const SafetensorsHeader header = read_safetensors_header(path);
+      const SafetensorsHeader header = shards.add(shard);
       std::set<std::string> present;
       for (const auto& t : header.tensors) present.insert(t.name);
       for (const auto& t : tensors)
@@ -250,14 +311,11 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
           throw InputError(index_path,
                            "puts tensor '" + t.substr(0, 128) + "' in '" + shard +
                                "', whose header does not have it; the shard and the index disagree");
-      count_header(set, header);
-      set.files.push_back(shard);
       counted.insert(shard);
     }
     set.how = "the shards " + index_name + " lists";
   } else if (files.size() == 1) {
-    count_header(set, read_safetensors_header(dir_prefix + files[0]));
-    set.files.push_back(files[0]);
+    shards.add(files[0]);
     counted.insert(files[0]);
     set.how = "the only safetensors file";
   } else {
@@ -281,6 +339,9 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
     }
     const auto& [key, present] = *groups.begin();
     const auto& [stem, total] = key;
+    if (total == 0)
+      throw InputError(
+          dir, "shards '" + stem + "-*-of-00000.safetensors' say a set of 0 shards; a set has 1 or more");
     char buffer[64];
     for (std::uint64_t i = 1; i <= total; ++i) {
       std::snprintf(buffer, sizeof buffer, "-%05llu-of-%05llu.safetensors",
@@ -289,8 +350,7 @@ std::optional<SafetensorsSet> safetensors_in_dir(const std::string& dir) {
       if (!present.count(i))
         throw InputError(dir, "shard '" + name + "' of " + std::to_string(total) +
                                   " is missing; the download is incomplete: fetch it again");
-      count_header(set, read_safetensors_header(dir_prefix + name));
-      set.files.push_back(name);
+      shards.add(name);
       counted.insert(name);
     }
     set.how = std::to_string(total) + " shards " + stem + "-*-of-" + std::to_string(total);
