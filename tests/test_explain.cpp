@@ -337,8 +337,12 @@ TEST(Explain, SglangZeroTokensDividesByNothing) {
   const app::ExplainOutcome out = app::run_explain(r);
   EXPECT_EQ(term(out, "bytes per token (implied)", "given KV memory"), nullptr);
   for (const app::ExplainTerm& t : out.terms) {
-    if (t.logged) EXPECT_TRUE(std::isfinite(*t.logged)) << t.name;
-    if (t.kvsight) EXPECT_TRUE(std::isfinite(*t.kvsight)) << t.name;
+    if (t.logged) {
+      EXPECT_TRUE(std::isfinite(*t.logged)) << t.name;
+    }
+    if (t.kvsight) {
+      EXPECT_TRUE(std::isfinite(*t.kvsight)) << t.name;
+    }
   }
 }
 
