@@ -20,7 +20,7 @@ vmcnt(0) while loads are in flight is
     s_barrier is listed as such.
 Layout order is not execution order, so this is a model of the loop, good for the
 straight-line issue / consume / store_next body this kernel has.
-Exit: 0 no drain, 1 a drain (or no tile loop found in a decode kernel), 2 usage.
+Exit: 0 no drain, 1 a drain (or no decode kernel in a file, or no tile loop in one), 2 usage.
 """
 import re
 import subprocess
@@ -185,6 +185,8 @@ def main(argv):
                 totals["draining"] += 1
                 failed.append(f"{arch} {label}: " + "; ".join(s["drain_lines"][:3]))
             rows.append((label, s))
+        if totals["instances"] == 0:
+            failed.append(f"{arch}: no paged_decode_nosplit / paged_decode_splitkv function in {path}")
         out.append(f"### {arch}: {totals['instances']} instances; vmcnt(0) {totals['zero']}, counted vmcnt(N>0) "
                    f"{totals['counted']}, drains {totals['drains']} (before s_barrier: {totals['barrier_drains']}) in "
                    f"{totals['draining']} instances\n")
