@@ -190,7 +190,7 @@ __device__ __forceinline__ void copy_wait() {
 // CUDA: __syncthreads(), unchanged (bar.sync does not wait for loads in flight).
 // HIP: __syncthreads() is a workgroup release fence, s_barrier and an acquire
 // fence, and the release fence (and, in LLVM 15, the s_barrier itself on every
-// target) makes the compiler drain every counter first: s_waitcnt vmcnt(0)
+// target we tried) makes the compiler drain every counter first: s_waitcnt vmcnt(0)
 // lgkmcnt(0), i.e. the next tile's loads land before the current tile is used
 // (issue #24). Here: wait for this wave's LDS operations (lgkmcnt(0), spelt by
 // the assembler for the arch: gfx9 and gfx10/11 encode it differently), then
