@@ -24,7 +24,11 @@
 //  - all 16-byte copies of a tile (K and V: HEAD_DIM / 16 per thread, 8 at hd128,
 //    16 at hd256) are issued before any is consumed, and the copies of tile i + 1
 //    are in flight while tile i is consumed: cp.async into a second shared stage
-//    on CUDA, registers on HIP (KVS_KV_STAGES, portability.cuh);
+//    on CUDA, registers on HIP (KVS_KV_STAGES, portability.cuh). On HIP that holds
+//    because the loop's barriers are lds_barrier() (portability.cuh): with
+//    __syncthreads() the compiler waited for every load in flight (s_waitcnt
+//    vmcnt(0)) before each barrier, tile i + 1's included (issue #24); now the
+//    only waits on those loads are the counted ones in store_next;
 //  - the GQA group is a template parameter (1, 2, 4, 8, 16) so accumulators and
 //    shared memory are sized to the group;
 //  - block size 16 is compiled; any other runs with a FastDivider;
@@ -129,31 +133,40 @@ struct TileWalker {
       const int chunk = threadIdx.x + j * kThreadsPerProgram;
       const int row = chunk / kChunksPerRow;
       const int column = (chunk % kChunksPerRow) * kPerChunk;
-      if (row < count) {
-        const long long offset = s.row_offset[slot][row] + column;
-        if constexpr (KVS_KV_STAGES > 1) {
+      if constexpr (KVS_KV_STAGES > 1) {
+        if (row < count) {
+          const long long offset = s.row_offset[slot][row] + column;
           copy16_async(&s.k[stage][row][column], k_cache + offset);
           copy16_async(&s.v[stage][row][column], v_cache + offset);
-        } else {
-          k_next[j] = *reinterpret_cast<const uint4*>(k_cache + offset);
-          v_next[j] = *reinterpret_cast<const uint4*>(v_cache + offset);
         }
+      } else {
+        // HIP: no branch around the loads. A row past count (the last, partial
+        // tile) loads row 0 again and store_next writes it into a row nobody reads
+        // (scores and V stop at count). Loads behind a branch would leave the
+        // compiler unsure how many of them were issued, so its wait before each
+        // store in store_next would count as if only the loads of the first
+        // taken branch were in flight (vmcnt(1) where 2 x copies - 1 are).
+        const long long offset = s.row_offset[slot][row < count ? row : 0] + column;
+        k_next[j] = *reinterpret_cast<const uint4*>(k_cache + offset);
+        v_next[j] = *reinterpret_cast<const uint4*>(v_cache + offset);
       }
     }
   }
 
-  // HIP: the registers of the next tile into the (single) stage.
-  __device__ __forceinline__ void store_next(int count) {
+  // HIP: the registers of the next tile into the (single) stage, every row (rows
+  // past the tile's count hold a copy of row 0 and are never read; see issue).
+  // The compiler waits before each store for that store's load and the older
+  // ones only: s_waitcnt vmcnt(2 x copies - 1) before the first, vmcnt(0) before
+  // the last (docs/measurements.md, "HIP: counted waits").
+  __device__ __forceinline__ void store_next() {
     if constexpr (KVS_KV_STAGES == 1) {
 #pragma unroll
       for (int j = 0; j < kCopiesPerThread; ++j) {
         const int chunk = threadIdx.x + j * kThreadsPerProgram;
         const int row = chunk / kChunksPerRow;
         const int column = (chunk % kChunksPerRow) * kPerChunk;
-        if (row < count) {
-          *reinterpret_cast<uint4*>(&s.k[0][row][column]) = k_next[j];
-          *reinterpret_cast<uint4*>(&s.v[0][row][column]) = v_next[j];
-        }
+        *reinterpret_cast<uint4*>(&s.k[0][row][column]) = k_next[j];
+        *reinterpret_cast<uint4*>(&s.v[0][row][column]) = v_next[j];
       }
     }
   }
@@ -187,7 +200,7 @@ struct TileWalker {
       __syncthreads();
       issue(0, 0, min(kTileTokens, end - begin));
       copy_commit();
-      store_next(min(kTileTokens, end - begin));
+      store_next();
     }
     for (int tile = 0; tile < tiles; ++tile) {
       const int stage = KVS_KV_STAGES > 1 ? tile & 1 : 0;
@@ -199,12 +212,12 @@ struct TileWalker {
       if (has_next) compute_offsets((tile + 1) & 1, next_start, next_count);
       // (A) the next tile's offsets are visible, and nobody still reads the stage
       // the next tile goes into (it was consumed in the previous iteration).
-      __syncthreads();
+      lds_barrier();
       if (has_next) issue((tile + 1) & 1, stage ^ (KVS_KV_STAGES > 1 ? 1 : 0), next_count);
       copy_commit();   // one group per iteration, empty on the last
       copy_wait<1>();  // all but the group just issued: this tile's copies landed
       // (B) every thread's copies of this tile are visible.
-      __syncthreads();
+      lds_barrier();
       // Scores: one (query head, token) pair per thread; the lanes of a wave take
       // consecutive tokens of the same head (the q read is a broadcast).
       for (int pair = threadIdx.x; pair < group * kTileTokens; pair += kThreadsPerProgram) {
@@ -232,7 +245,7 @@ struct TileWalker {
         }
         s.scores[g][t] = score;
       }
-      __syncthreads();  // (C)
+      lds_barrier();  // (C)
       for (int g = wave; g < group; g += kWaves) {
         const float score = lane < kTileTokens ? s.scores[g][lane] : -INFINITY;
         const float old_max = s.running_max[g];
@@ -247,7 +260,7 @@ struct TileWalker {
           s.running_max[g] = new_max;
         }
       }
-      __syncthreads();  // (D)
+      lds_barrier();  // (D)
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) {
         const int e = threadIdx.x + i * kThreadsPerProgram;
@@ -261,8 +274,8 @@ struct TileWalker {
       }
       if constexpr (KVS_KV_STAGES == 1) {
         if (has_next) {
-          __syncthreads();  // (E) the single stage is consumed before the next tile lands in it
-          store_next(next_count);
+          lds_barrier();  // (E) the single stage is consumed before the next tile lands in it
+          store_next();
         }
       }
     }

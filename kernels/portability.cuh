@@ -98,7 +98,8 @@ struct kvs_fp8_e4m3 {};
 // the device agree on the shared-memory size; below sm_80 the copies are plain and
 // the pipeline still runs). HIP: one stage, the next tile held in registers while
 // the current one is consumed (an LDS stage of hd256 x GQA 16 would pass the 64 KiB
-// a workgroup may have, docs/reference/kernels.md).
+// a workgroup may have, docs/reference/kernels.md); the loads stay in flight
+// across the tile loop's barriers because those are lds_barrier() (below).
 #if KVS_HIP
 #define KVS_KV_STAGES 1
 #else
@@ -180,6 +181,29 @@ template <int PENDING>
 __device__ __forceinline__ void copy_wait() {
 #if KVS_HAS_CP_ASYNC
   asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+#endif
+}
+
+// A barrier that orders the block's shared-memory (LDS) accesses and nothing
+// else: the tile loop's barriers (kernels/paged_decode.cuh) publish LDS only, and
+// on HIP the next tile's global loads must stay in flight across them.
+// CUDA: __syncthreads(), unchanged (bar.sync does not wait for loads in flight).
+// HIP: __syncthreads() is a workgroup release fence, s_barrier and an acquire
+// fence, and the release fence (and, in LLVM 15, the s_barrier itself on every
+// target we tried) makes the compiler drain every counter first: s_waitcnt vmcnt(0)
+// lgkmcnt(0), i.e. the next tile's loads land before the current tile is used
+// (issue #24). Here: wait for this wave's LDS operations (lgkmcnt(0), spelt by
+// the assembler for the arch: gfx9 and gfx10/11 encode it differently), then
+// s_barrier, in one asm statement whose "memory" clobber keeps the compiler from
+// moving any memory access across it. This is MLIR's amdgpu.lds_barrier lowering
+// on targets where LLVM would add the drain (docs/reference/kernels.md, "LDS-only
+// barrier on HIP"). gfx12 splits s_barrier into signal / wait: keep
+// __syncthreads() there until it is compiled and checked.
+__device__ __forceinline__ void lds_barrier() {
+#if KVS_HIP && defined(__AMDGCN__) && !defined(__GFX12__)
+  asm volatile("s_waitcnt lgkmcnt(0)\n\ts_barrier" ::: "memory");
+#else
+  __syncthreads();
 #endif
 }
 

@@ -11,22 +11,84 @@
 #   - a Little's-law estimate of the fraction of H200 HBM the headline shape and
 #     the cliff shape reach, with and without split, for both K/V types.
 #
+#   - HIP (issue #24 item 3), when hipcc is found: the paged-decode kernels compiled
+#     to AMDGPU assembly for gfx90a, gfx1030 and gfx1100 (and gfx942 tried), and per
+#     arch and instance the tile loop's s_waitcnt vmcnt(0) vs counted vmcnt(N > 0)
+#     (scripts/hip-waitcnt-check.py); the report FAILS (exit 1) when the next
+#     tile's loads are waited for (vmcnt(0)) before their data is needed.
+#
 #   scripts/kernel-report.sh [OUT.md]          (default build-kernel-report/report.md)
+#   scripts/kernel-report.sh --hip [OUT.md]    the HIP part only (default .../report-hip.md)
 #
 # Environment: NVCC (default: nvcc on PATH or /usr/local/cuda/bin/nvcc),
 # CUOBJDUMP (default: on PATH, else the PyPI package nvidia-cuda-cuobjdump is
 # installed into build-kernel-report/venv), KVS_REPORT_DIR (work directory),
 # KVS_REPORT_OBJECT (an already compiled object + its ptxas log at OBJECT.log:
-# skips the compile). Exit: 0 report written, 2 usage, 3 a tool is missing or the
-# compile failed.
+# skips the compile), HIPCC (default: hipcc on PATH), KVS_HIP_ARCHS (default
+# "gfx90a gfx1030 gfx1100 gfx942"), KVS_LLVM_BIN (llvm-dis / llvm-as for the gfx1100
+# device library, default /usr/lib/llvm-15/bin). Exit: 0 report written, 1 the HIP wait check
+# failed (report written), 2 usage, 3 a tool is missing or the compile failed.
 set -u -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-case "${1:-}" in -h | --help) sed -n 2,24p "$0"; exit 0 ;; -*) echo "usage: $0 [OUT.md]" >&2; exit 2 ;; esac
-[ $# -le 1 ] || { echo "usage: $0 [OUT.md]" >&2; exit 2; }
+HIP_ONLY=0
+case "${1:-}" in
+  -h | --help) sed -n 2,31p "$0"; exit 0 ;;
+  --hip) HIP_ONLY=1; shift ;;
+  -*) echo "usage: $0 [--hip] [OUT.md]" >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "usage: $0 [--hip] [OUT.md]" >&2; exit 2; }
 WORK="${KVS_REPORT_DIR:-$ROOT/build-kernel-report}"
-OUT="${1:-$WORK/report.md}"
 mkdir -p "$WORK" || exit 3
+
+# ---- HIP: AMDGPU assembly of every paged-decode instance per arch, and the wait check.
+# Debian's hipcc 5.2.3 (clang 15) knows gfx1100 but its device libraries stop at
+# gfx1036 (no oclc_isa_version_1100.bc): for the ISA only, a copy of the library
+# directory gets that one file, made from the gfx1030 one with the version constant
+# changed (10300 -> 11000; the file defines nothing else). clang 15 does not know
+# gfx942 (LLVM 17 added it): the error is recorded in the report.
+hip_report() {
+  local out="$1" hipcc="${HIPCC:-$(command -v hipcc || true)}" specs=() notes=() arch
+  [ -n "$hipcc" ] || { echo "kernel-report: hipcc not found: HIP part skipped" >&2; return 0; }
+  local tu="$WORK/hip_decode_isa.hip.cpp" libs="$WORK/hip-device-libs"
+  printf '%s\n' '// Every paged-decode instance, device code only (scripts/kernel-report.sh).' \
+    '#include "paged_decode.cuh"' > "$tu"
+  local bitcode
+  bitcode="$(dirname "$(find /usr/lib /opt/rocm -name oclc_isa_version_1030.bc 2> /dev/null | head -1)")"
+  for arch in ${KVS_HIP_ARCHS:-gfx90a gfx1030 gfx1100 gfx942}; do
+    local extra=() asm="$WORK/hip_decode_$arch.s" log="$WORK/hip_decode_$arch.log"
+    local llvm="${KVS_LLVM_BIN:-/usr/lib/llvm-15/bin}"
+    if [ "$arch" = gfx1100 ] && [ -d "$bitcode" ] && [ ! -e "$bitcode/oclc_isa_version_1100.bc" ] &&
+      [ -x "$llvm/llvm-dis" ] && [ -x "$llvm/llvm-as" ]; then
+      mkdir -p "$libs" && ln -sf "$bitcode"/*.bc "$libs"/ &&
+        "$llvm/llvm-dis" "$bitcode/oclc_isa_version_1030.bc" -o - | sed 's/i32 10300/i32 11000/' |
+        "$llvm/llvm-as" -o "$libs/oclc_isa_version_1100.bc" &&
+        extra=(--rocm-device-lib-path="$libs") &&
+        notes+=("gfx1100: device library oclc_isa_version_1100.bc synthesized from the gfx1030 one (ISA only)")
+    fi
+    echo "kernel-report: hipcc --offload-arch=$arch (every decode instance; minutes)" >&2
+    if "$hipcc" -std=c++20 -O3 --offload-arch="$arch" "${extra[@]}" -I"$ROOT/kernels" --cuda-device-only -S \
+      "$tu" -o "$asm" > "$log" 2>&1; then
+      specs+=("$arch=$asm")
+    else
+      notes+=("$arch: not compiled: $(grep -m1 -E 'error' "$log" | sed 's/^clang: //')")
+      rm -f "$asm"
+    fi
+  done
+  [ ${#specs[@]} -gt 0 ] || { echo "kernel-report: no HIP arch compiled (logs $WORK/hip_decode_*.log)" >&2; return 3; }
+  python3 "$ROOT/scripts/hip-waitcnt-check.py" "$out" "${specs[@]}"
+  local rc=$?
+  { echo; echo "Compiled with \`$("$hipcc" --version 2> /dev/null | grep -m1 -i 'clang version')\`; \`hipcc -std=c++20 -O3 --offload-arch=ARCH --cuda-device-only -S\` on a file that includes kernels/paged_decode.cuh."
+    for note in "${notes[@]}"; do echo "- $note"; done; } >> "$out"
+  printf '%s\n' "${notes[@]}" >&2
+  return $rc
+}
+
+if [ "$HIP_ONLY" = 1 ]; then
+  hip_report "${1:-$WORK/report-hip.md}"
+  exit $?
+fi
+OUT="${1:-$WORK/report.md}"
 
 NVCC="${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
 OBJECT="${KVS_REPORT_OBJECT:-$WORK/cuda_backend_sm90.o}"
@@ -258,3 +320,10 @@ for (label, hd, group, programs, context, split), kv in [(c, kv) for kv in ("bf1
 open(out_path, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
+[ $? -eq 0 ] || exit 3
+# The HIP part, appended to the same report; its check decides the exit status.
+HIP_OUT="$WORK/report-hip.md"
+hip_report "$HIP_OUT"
+hip_rc=$?
+[ -s "$HIP_OUT" ] && cat "$HIP_OUT" >> "$OUT"
+exit $hip_rc
