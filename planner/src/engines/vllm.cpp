@@ -753,7 +753,10 @@ const LogLine kKvTokensLine{"GPU KV cache size: {N,:tokens} tokens"};
 // measure_kv_cache_blocks): the size measured after warmup, which "Available KV cache
 // memory" (the reservation) no longer gives.
 const LogLine kExtendedLine{"Extended KV cache to {N:blocks} blocks ({X:gib} GiB)."};
-const LogLine kMeasuredLine{"{N:blocks} KV cache blocks ({X:gib} GiB) fit within the requested"};
+// Starts with the literal text before the count: a template that starts with a number would
+// scan a line of digits once per start (tests/test_engine_log.cpp EngineLogHostile).
+const LogLine kMeasuredLine{
+    "reservation growth); {N:blocks} KV cache blocks ({X:gib} GiB) fit within the requested"};
 const LogLine kConcurrencyLine{
     "Maximum concurrency for {N,:max_model_len} tokens per request: {X:concurrency}x"};
 const LogLine kGpuBlocksLine{"# GPU blocks: {N:blocks}[, # CPU blocks: {N}]"};
