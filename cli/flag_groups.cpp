@@ -84,7 +84,7 @@ void add_engine_flags(CLI::App& command, EngineOptions& options) {
   command.add_option("--engine", options.engine, "Engine whose rules apply: " + engines)
       ->default_str("vllm");
   command.add_option("--engine-version", options.engine_version,
-                     "Engine version whose defaults, rules and log lines to use (default: the newest known): "
+                     "Engine version whose defaults, rules and log lines to use (default: the newest known; vLLM 0.33.0): "
                      "MAJOR.MINOR[.PATCH] with an optional tag (0.27.1.dev5, 1.1.0rc2), llama.cpp bNNNN");
   for (const OptionFieldInfo& info : option_fields()) {
     std::string names;

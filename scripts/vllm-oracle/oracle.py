@@ -143,10 +143,14 @@ def vllm_figures(model_dir, cfg, budget):
     # serve has prefix caching on for every model vLLM supports it on (engine/arg_utils.py:
     # is_prefix_caching_supported, true for hybrids since 0.28); for hybrids it decides the
     # Mamba cache mode, so it is set as a CUDA serve would (the CPU platform may not).
-    cache_config = CacheConfig(block_size=16, enable_prefix_caching=True)
+    # The block size is the version's CacheConfig.DEFAULT_BLOCK_SIZE (16 through 0.33.0, 64 from
+    # 0.34.0), which FLASH_ATTN on a CUDA worker keeps (update_block_size_for_backend); given
+    # explicitly so that the CPU platform does not pick its own.
+    block = CacheConfig.DEFAULT_BLOCK_SIZE
+    cache_config = CacheConfig(block_size=block, enable_prefix_caching=True)
     vllm_config = VllmConfig(model_config=model_config, cache_config=cache_config)
     specs = (hybrid_specs(model_config, vllm_config, torch) if hybrid
-             else layer_specs(model_config, 16, torch))
+             else layer_specs(model_config, block, torch))
     if specs is None:
         return None
     # The engine core resolves one KV-cache layout before grouping (v1/engine/core.py,

@@ -38,6 +38,10 @@ void refuse_unused_overheads(const EngineOptions& options, const std::string& en
 
 // Total device memory: --gpu-mem-gib, else the catalog figure; nullopt without either.
 std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options);
+// A warning when `version` is newer than the newest of engine.known_versions(): the version
+// compares as at least every rule's start, so the rules planned are the newest known
+// release's (issue #28: vLLM 0.34.0 was planned with 0.33 rules and no word). Empty otherwise.
+std::optional<std::string> newer_than_known_warning(const Engine& engine, const EngineVersion& version);
 
 // Weights per rank: --weights-gib override or estimate_weights(), and the assumption that
 // says which (decide() is the one caller).

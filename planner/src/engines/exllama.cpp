@@ -124,6 +124,7 @@ PlanResult ExllamaEngine::budget(const EngineDecision& decision, const ModelSpec
   PlanResult result;
   result.engine = name();
   result.engine_version = decision.version.text;
+  if (auto newer = newer_than_known_warning(*this, decision.version)) result.warnings.push_back(*newer);
   const Mode mode = parse_mode(options.exllama.cache_mode, generation_);
   if (model.mla) throw InputError("--model", "MLA models are not supported by " + name());
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)

@@ -458,6 +458,7 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   PlanResult result;
   result.engine = "llamacpp";
   result.engine_version = "b" + std::to_string(build);
+  if (auto newer = newer_than_known_warning(*this, decision.version)) result.warnings.push_back(*newer);
   const KvDtype& tk = decision.kv_types.k;
   const KvDtype& tv = decision.kv_types.v;
   // Start-up refusals of llama_init_from_model (src/llama-context.cpp, read in b11312): no context

@@ -138,6 +138,23 @@ void refuse_unused_overheads(const EngineOptions& options, const std::string& en
   }
 }
 
+std::optional<std::string> newer_than_known_warning(const Engine& engine, const EngineVersion& version) {
+  const std::vector<std::string> known = engine.known_versions();
+  if (known.empty()) return std::nullopt;
+  // The newest known is the largest, not necessarily the last listed or the default.
+  EngineVersion newest;
+  bool first = true;
+  for (const std::string& text : known) {
+    const EngineVersion v = parse_engine_version(text, engine.version_form(), engine.display_name(), known);
+    if (first || v.ordinal() > newest.ordinal()) newest = v;
+    first = false;
+  }
+  if (version.ordinal() <= newest.ordinal()) return std::nullopt;
+  return engine.display_name() + " " + version.text + " is newer than the newest release whose rules kvsight "
+         "knows (" + newest.text + "): planned with " + newest.text + "'s rules; re-check against " +
+         version.text + "'s source";
+}
+
 std::optional<std::uint64_t> total_memory(const GpuSpec* gpu, const EngineOptions& options) {
   if (options.gpu_memory_bytes) return *options.gpu_memory_bytes;
   if (gpu != nullptr && gpu->memory_bytes > 0) return gpu->memory_bytes;

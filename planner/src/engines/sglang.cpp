@@ -110,6 +110,7 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
   // 0.5.23 (the newest release, wheel read for the Mamba pool rule below) is the default.
   const Version& sglang_version = decision.version;
   result.engine_version = sglang_version.text;
+  if (auto newer = newer_than_known_warning(*this, decision.version)) result.warnings.push_back(*newer);
   const KvTypes& types = decision.kv_types;
   const std::uint32_t page = decision.block.tokens;
 

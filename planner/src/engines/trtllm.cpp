@@ -118,6 +118,7 @@ PlanResult TrtllmEngine::budget(const EngineDecision& decision, const ModelSpec&
   PlanResult result;
   result.engine = "trtllm";
   result.engine_version = decision.version.text;
+  if (auto newer = newer_than_known_warning(*this, decision.version)) result.warnings.push_back(*newer);
   const KvTypes& types = decision.kv_types;
   const std::uint32_t tokens_per_block = decision.block.tokens;
   if (model.recurrent && model.count(LayerKind::recurrent) > 0)

@@ -73,21 +73,31 @@ std::string_view spec_name(SpecKind kind) {
 
 // ---------------------------------------------------------------- versioned rules
 
-// vllm/config/cache.py: block_size defaults to 16 on CUDA (and ROCm).
-constexpr std::uint32_t kDefaultBlock = 16;
+// vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE: 16 through 0.33.0, 64 from 0.34.0
+// (read in both wheels); platforms/interface.py update_block_size_for_backend then asks the
+// attention backend (get_preferred_block_size), and FLASH_ATTN on CUDA, MultipleOf(16)
+// (v1/attention/backends/flash_attn.py, 0.34.0), keeps the default.
+std::uint32_t default_block_size(const VersionRules& rules) { return rules.block_64_default ? 64 : 16; }
 
 // Versions whose behaviour differs somewhere in this file (the boundaries used below).
 const std::vector<std::string>& vllm_versions() {
   static const std::vector<std::string> versions = {
-      "0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2", "0.12.0", "0.19.0", "0.20.0",
-      "0.21.0", "0.23.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.32.0", "0.33.0"};
+      "0.6.4",  "0.7.3",  "0.8.5",  "0.9.2",  "0.10.2", "0.11.2", "0.12.0", "0.19.0", "0.20.0", "0.21.0",
+      "0.23.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.32.0", "0.33.0", "0.34.0"};
   return versions;
 }
-// The default is the newest of vllm_versions(): the release whose wheel was read for this
-// file (0.33.0, issue #13).
+// The default stays 0.33.0 although 0.34.0 is known (issue #28): 0.34 sizes the KV cache from
+// memory measured after warmup and CUDA-graph capture, and kvsight's estimate of that
+// measurement (memory_budget below) has not yet been checked against a published 0.34 log or
+// vLLM's own code on a device; 0.33's rules have (docs/fidelity.md). docs/reference/
+// engine-versions.md "Default version" says when this changes.
+const std::string& vllm_default_version() {
+  static const std::string version = "0.33.0";
+  return version;
+}
 Version resolve_version(const EngineOptions& options) {
   return parse_engine_version(
-      options.engine_version.empty() ? vllm_versions().back() : options.engine_version, VersionForm::dotted,
+      options.engine_version.empty() ? vllm_default_version() : options.engine_version, VersionForm::dotted,
       "vLLM", vllm_versions());
 }
 
@@ -120,7 +130,24 @@ VersionRules rules_for(const Version& v) {
   // get_supported_kernel_block_sizes is MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py).
   r.mla_flash_attn = v.at_least(0, 33);
   r.measured_overheads = v.at_least(0, 26);
+  // config/cache.py (0.34.0): DEFAULT_BLOCK_SIZE = 64 (16 in 0.33.0).
+  r.block_64_default = v.at_least(0, 34);
+  // config/cache.py enable_extensible_kv_cache, default None and settled by config/vllm.py
+  // _resolve_extensible_kv_cache (0.34.0; absent from 0.33.0).
+  r.extensible_kv_cache = v.at_least(0, 34);
   return r;
+}
+
+bool extensible_kv_cache(const VersionRules& rules, const EngineOptions& options, const GpuSpec* gpu) {
+  if (!rules.extensible_kv_cache) return false;
+  // config/vllm.py _resolve_extensible_kv_cache (0.34.0): off when the platform is not CUDA
+  // or ROCm, with kv_cache_memory_bytes or num_gpu_blocks_override, elastic EP, and KV
+  // connectors that share the cache through legacy CUDA IPC or their own memory pool
+  // (LMCacheMPConnector, custom_mem_pool; NIXL without an IMEX channel). kvsight sees the
+  // first two; a named connector keeps it on with a note (VllmEngine::budget).
+  if (options.vllm.kv_cache_memory_bytes) return false;
+  if (gpu != nullptr && gpu->vendor != "nvidia" && gpu->vendor != "amd") return false;
+  return true;
 }
 
 std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOptions& options) {
@@ -375,14 +402,84 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
 
 // ---------------------------------------------------------------- memory budget (worker)
 
+namespace {
+
+// vLLM 0.34's extensible KV cache (docs/reference/formulas.md "vLLM 0.34: the extensible KV
+// cache"). determine_available_memory (v1/worker/gpu_worker.py) still profiles, but its
+// requested - non-KV memory only sizes the address range reserved for the cache; the size is
+// settled after warmup and CUDA-graph capture by measure_kv_cache_bytes
+// (v1/worker/extensible_kv_cache.py, 0.34.0):
+//   non_kv_used = init free - free after warmup - committed KV  (weights, non-torch, graphs)
+//   headroom    = free after warmup + committed KV  (total - memory in use at start-up - non_kv_used)
+//   transient   = reserved_headroom_bytes: the profiled activation peak plus the CUDA-graph
+//                 estimate (peak_activation_memory, gpu_worker.py), or warmup's larger peak
+//   margin      = max(KV_CACHE_MARGIN_FLOOR_BYTES: 1 GiB, 3 GiB on ROCm;
+//                     KV_CACHE_MARGIN_FRACTION 0.75 x transient)
+//   available   = min(requested - non_kv_used, headroom - margin) - transient
+// then the minimum over ranks and over the reserved capacity (finalize_extensible_kv_cache,
+// v1/core/kv_cache_planning.py). The memory in use at start-up (CUDA context, other processes)
+// now counts: the old budget started from total x utilization, this one from free memory.
+void extensible_budget(MemoryBudget& out, const EngineOptions& options, std::uint64_t total,
+                       std::uint64_t weights, std::uint64_t act, std::uint64_t nt, std::uint64_t graphs,
+                       std::uint64_t transfer, const GpuSpec* gpu) {
+  // What the profile reserves: the same requested - non-KV memory as before 0.34.
+  const auto signed_bytes = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+  const std::uint64_t profiled = weights + act + nt + graphs + transfer;
+  const std::int64_t reserved = signed_bytes(out.requested_bytes) - signed_bytes(profiled);
+  out.reserved_gib_signed = static_cast<double>(reserved) / kGiB;
+  out.reserved_bytes = reserved > 0 ? static_cast<std::uint64_t>(reserved) : 0;
+  // The CUDA context at start-up: 0.3-0.7 GiB (overheads.md "The accounting, by version");
+  // the middle of that range, as a stated assumption.
+  const std::uint64_t startup_in_use = kGiBBytes / 2;
+  const bool rocm = gpu != nullptr && gpu->vendor == "amd";
+  const std::uint64_t margin_floor = (rocm ? 3 : 1) * kGiBBytes;
+  // reserved_headroom_bytes = the profiled transient peak + the CUDA-graph estimate
+  // (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1, envs.py 0.34.0), so the graph
+  // pool is kept free once as memory in use and once as transient.
+  const std::uint64_t transient = act + graphs;
+  const std::uint64_t margin = std::max(margin_floor, transient / 4 * 3 + transient % 4 * 3 / 4);
+  const std::uint64_t non_kv_used = weights + nt + graphs + transfer;
+  const std::int64_t by_budget = signed_bytes(out.requested_bytes) - signed_bytes(non_kv_used);
+  const std::int64_t by_device =
+      signed_bytes(total) - signed_bytes(startup_in_use) - signed_bytes(non_kv_used) - signed_bytes(margin);
+  const std::int64_t measured = std::min(std::min(by_budget, by_device) - signed_bytes(transient), reserved);
+  out.available_gib_signed = static_cast<double>(measured) / kGiB;
+  out.available_bytes = measured > 0 ? static_cast<std::uint64_t>(measured) : 0;
+  out.assumptions.push_back(
+      {"extensible KV cache",
+       "on (vLLM 0.34 default on CUDA and ROCm)",
+       "sized after warmup from measured free memory (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes)"});
+  out.assumptions.push_back({"memory in use at start-up", gib_text(startup_in_use),
+                             "CUDA context (range 0.3-0.7 GiB): not free when vLLM 0.34 measures"});
+  out.assumptions.push_back({"kept free for transients", gib_text(transient),
+                             "activation peak + CUDA-graph estimate (reserved_headroom_bytes)"});
+  out.assumptions.push_back({"sizing margin", gib_text(margin),
+                             std::string("max(") + (rocm ? "3" : "1") +
+                                 " GiB, 0.75 x transients) (KV_CACHE_MARGIN_FLOOR_BYTES, _FRACTION)"});
+  if (!options.vllm.kv_connector.empty())
+    out.notes.push_back("vLLM 0.34 turns the extensible KV cache off for connectors that share the cache "
+                        "through legacy CUDA IPC or their own memory pool (config/vllm.py "
+                        "_resolve_extensible_kv_cache); planned here with it on");
+  if (out.available_bytes == 0)
+    out.warnings.push_back("No available memory for the cache blocks: the extensible KV cache gets " +
+                           fixed_text(out.available_gib_signed, 2) +
+                           " GiB after weights, activations, CUDA graphs and the sizing margin");
+}
+
+}  // namespace
+
 MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const EngineOptions& options,
                            std::optional<std::uint64_t> total_bytes, std::uint64_t weights_per_rank,
-                           const SchedulerLimits& limits) {
+                           const SchedulerLimits& limits, const GpuSpec* gpu) {
   MemoryBudget out;
+  const VersionRules rules = rules_for(version);
+  out.extensible = extensible_kv_cache(rules, options, gpu);
+  // Unset, the utilization is 0.90 through 0.11.x, 0.92 later; from 0.34 1.0 with the
+  // extensible KV cache (config/cache.py resolved_gpu_memory_utilization, 0.34.0).
   const double util = out.util =
       options.vllm.gpu_memory_utilization
           ? check_fraction(*options.vllm.gpu_memory_utilization, "--gpu-memory-utilization")
-          : (version.at_least(0, 12) ? 0.92 : 0.90);  // 0.90 through 0.11.x (cache.py)
+          : (out.extensible ? 1.0 : version.at_least(0, 12) ? 0.92 : 0.90);
   if (total_bytes)
     out.requested_bytes = static_cast<std::uint64_t>(std::ceil(static_cast<double>(*total_bytes) * util));
   if (options.vllm.kv_cache_memory_bytes) {
@@ -399,7 +496,10 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   }
   out.assumptions.push_back(
       {"gpu_memory_utilization", fixed_text(util, 2),
-       options.vllm.gpu_memory_utilization ? "given" : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
+       options.vllm.gpu_memory_utilization ? "given"
+       : out.extensible
+           ? "vLLM 0.34 default with the extensible KV cache (config/cache.py resolved_gpu_memory_utilization)"
+           : "vLLM default: 0.90 through 0.11.x, 0.92 later"});
   const std::uint64_t max_batched = limits.max_num_batched_tokens;
   const std::uint64_t max_seqs = limits.max_num_seqs;
   // Runtime overhead estimate (overheads.md "An estimate that fits published logs").
@@ -423,7 +523,6 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   // on the PyTorch sort path (10 with the FlashInfer sampler). From 0.26 the published logs
   // (issue #13: Qwen3-32B TP 2 at 1.7 GiB real non-KV overhead where 38 B gave 5.5 GiB of
   // sampler alone) leave room only for the fp32 logits rows: 4 B per element.
-  const VersionRules rules = rules_for(version);
   const double sampler_bytes = rules.measured_overheads ? 4.0 : 38.0;
   const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
                       static_cast<double>(model.vocab_size) * sampler_bytes;
@@ -498,6 +597,10 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   out.overhead_bytes = act + nt + graphs + transfer;
   const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
   out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
+  if (out.extensible) {
+    extensible_budget(out, options, *total_bytes, weights_per_rank, act, nt, graphs, transfer, gpu);
+    return out;
+  }
   if (used >= out.requested_bytes) {
     out.available_bytes = 0;
     out.warnings.push_back("No available memory for the cache blocks: weights " + gib_text(weights_per_rank) +
@@ -646,6 +749,14 @@ const LogLine kV0ProfileLine{
     "{*Memory profiling results: }total_gpu_memory={X:total_gib}GiB{* ... }kv_cache_size={-X:kv_gib}GiB"
     "{* }gpu_memory_utilization={X:utilization}"};
 const LogLine kKvTokensLine{"GPU KV cache size: {N,:tokens} tokens"};
+// 0.34+, extensible KV cache (v1/worker/extensible_kv_cache.py extend_kv_cache and
+// measure_kv_cache_blocks): the size measured after warmup, which "Available KV cache
+// memory" (the reservation) no longer gives.
+const LogLine kExtendedLine{"Extended KV cache to {N:blocks} blocks ({X:gib} GiB)."};
+// Starts with the literal text before the count: a template that starts with a number would
+// scan a line of digits once per start (tests/test_engine_log.cpp EngineLogHostile).
+const LogLine kMeasuredLine{
+    "reservation growth); {N:blocks} KV cache blocks ({X:gib} GiB) fit within the requested"};
 const LogLine kConcurrencyLine{
     "Maximum concurrency for {N,:max_model_len} tokens per request: {X:concurrency}x"};
 const LogLine kGpuBlocksLine{"# GPU blocks: {N:blocks}[, # CPU blocks: {N}]"};
@@ -670,6 +781,30 @@ const LogLine kTensorParallelArg{"'tensor_parallel_size': {N:value}"};
 constexpr const char* kTryIncreasing =
     "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.";
 
+// 0.34, extensible KV cache: the refusal after warmup ends with _more_kv_cache_memory_hint
+// (after_warmup=True) and the advice on max_model_len (v1/core/kv_cache_planning.py L64-97,
+// L99-132, 0.34.0).
+std::string extensible_hint(double util) {
+  const std::string used_by = "the model, its activations, CUDA graphs and warmup";
+  // Python's str(float): 0.8, not 0.80.
+  std::string util_text = fixed_text(util, 6);
+  while (util_text.size() > 1 && util_text.back() == '0') util_text.pop_back();
+  if (util_text.back() == '.') util_text += '0';
+  const std::string graphs =
+      " CUDA graphs take less with fewer or smaller capture sizes in the compilation config.";
+  const std::string hint =
+      util < 1.0 ? "The KV cache gets what is left after " + used_by + " within `gpu_memory_utilization`=" +
+                       util_text +
+                       "; increase it (with the extensible KV cache it defaults to 1.0) or decrease "
+                       "`max_model_len` or `max_num_seqs`." + graphs
+                 : "The extensible KV cache already takes all device memory left after " + used_by +
+                       "; decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more "
+                       "memory." + graphs;
+  return hint +
+         " Decreasing `max_model_len` also reduces what is needed. See "
+         "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.";
+}
+
 }  // namespace
 
 LogLineRead VllmLogReader::read(std::string_view line, EngineLogFigures& f) {
@@ -682,6 +817,13 @@ LogLineRead VllmLogReader::read(std::string_view line, EngineLogFigures& f) {
     f.gpu_memory_utilization = m.number("utilization");
   });
   read |= kKvTokensLine.read(line, [&](const LogMatch& m) { f.kv_tokens = m.count("tokens"); });
+  // Printed after "Available KV cache memory", so the measured size replaces the reservation.
+  const auto measured = [&](const LogMatch& m) {
+    f.num_gpu_blocks = m.count("blocks");
+    f.available_kv_gib = m.number("gib");
+  };
+  read |= kMeasuredLine.read(line, measured);
+  read |= kExtendedLine.read(line, measured);
   read |= kConcurrencyLine.read(line, [&](const LogMatch& m) {
     f.max_model_len = m.count("max_model_len");
     f.max_concurrency = m.number("concurrency");
@@ -764,8 +906,15 @@ ReportFigures report_figures(const ReportInputs& in) {
   if (in.kv_cache_memory_given)
     log.push_back(kReservedLine.print({fixed_text(to_gib(in.available_bytes), 2)}));
   else
-    // gpu_worker.py logs the signed difference: negative when the model does not fit.
-    log.push_back(kAvailableLine.print({fixed_text(in.available_gib_signed, 2)}));
+    // gpu_worker.py logs the signed difference: negative when the model does not fit. With
+    // the extensible KV cache (0.34) that is the reserved address range, not the final size.
+    log.push_back(
+        kAvailableLine.print({fixed_text(in.extensible ? in.reserved_gib_signed : in.available_gib_signed, 2)}));
+  if (in.extensible && pool.num_blocks > 0)
+    // extend_kv_cache (v1/worker/extensible_kv_cache.py, 0.34.0) once the size is measured.
+    log.push_back(kExtendedLine.print(
+        {std::to_string(pool.num_blocks),
+         fixed_text(to_gib(checked_mul(pool.num_blocks, pool.page_bytes, "kv cache bytes")), 2)}));
   if (in.fits) {
     log.push_back(kKvTokensLine.print({commas_text(out.kv_tokens)}));
     log.push_back(
@@ -775,7 +924,7 @@ ReportFigures report_figures(const ReportInputs& in) {
     log.push_back(kNotEnoughLine.print({std::to_string(in.max_model_len), fixed_text(to_gib(need), 2),
                                         fixed_text(to_gib(in.available_bytes), 2)}) +
                   (in.largest > 0 ? kEstimatedLine.print({std::to_string(in.largest)}) : std::string()) +
-                  kTryIncreasing);
+                  (in.extensible ? extensible_hint(in.util) : std::string(kTryIncreasing)));
   }
   return out;
 }
@@ -838,7 +987,7 @@ class VllmEngine final : public Engine {
                     const EngineOptions& options) const override;
 
   std::string display_name() const override { return "vLLM"; }
-  std::string default_version() const override { return vllm_versions().back(); }
+  std::string default_version() const override { return vllm_default_version(); }
   bool has_gate_rules() const override { return true; }
   // vllm/engine/arg_utils.py EngineArgs.add_cli_args (-tp/-pp short forms since 0.6).
   // Its server command and what kvsight does with each flag (vllm_launch.cpp, issue #22).
@@ -947,13 +1096,19 @@ BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOpti
     return {tokens,
             "raised by vLLM so an attention page matches the recurrent-state page (formulas.md step 3)", true,
             derivation};
+  if (is_mla_model(model) && rules_for(version(options)).block_64_default)
+    return {tokens,
+            "MLA, 0.34: the default 64 suits FLASH_ATTN_MLA (multiples of 16) and FlashMLA (64) "
+            "(config/cache.py, platforms/cuda.py, mla/flashattn_mla.py, mla/flashmla.py)"};
   if (is_mla_model(model))
     return {tokens, rules_for(version(options)).mla_flash_attn
                         ? "MLA, 0.33 on Hopper: FLASH_ATTN_MLA takes multiples of 16 (default 16), "
                           "FlashMLA 64 with an fp8 cache (platforms/cuda.py, mla/flashattn_mla.py)"
                         : "MLA: FlashMLA (CUDA default on Hopper) forces 64; CUTLASS MLA (Blackwell) "
                           "forces 128 (vllm/platforms/cuda.py)"};
-  return {tokens, std::to_string(kDefaultBlock) + ", vLLM's CUDA default (cache.py)"};
+  return {tokens, rules_for(version(options)).block_64_default
+                      ? "64, vLLM's default from 0.34 (config/cache.py DEFAULT_BLOCK_SIZE; FLASH_ATTN keeps it)"
+                      : "16, vLLM's CUDA default (cache.py)"};
 }
 
 // max_model_len: --max-model-len, else the derived length (config.py _get_and_verify_max_len);
@@ -1083,6 +1238,7 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
   result.engine = "vllm";
   const Version& version = decision.version;
   result.engine_version = version.text;
+  if (auto newer = newer_than_known_warning(*this, decision.version)) result.warnings.push_back(*newer);
   const bool v0 = !version.at_least(0, 8);  // V1 became the default engine in 0.8.0
   if (v0)
     result.notes.push_back(
@@ -1190,7 +1346,7 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
 
   // The worker's budget.
   const MemoryBudget budget =
-      memory_budget(version, target, options, total, result.weights.bytes_per_rank, limits);
+      memory_budget(version, target, options, total, result.weights.bytes_per_rank, limits, gpu);
   append(result.assumptions, budget.assumptions);
   append(result.notes, budget.notes);
   append(result.warnings, budget.warnings);
@@ -1254,6 +1410,8 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
   in.fits = cap.fits;
   in.largest = largest;
   in.kv_cache_memory_given = options.vllm.kv_cache_memory_bytes.has_value();
+  in.extensible = budget.extensible;
+  in.reserved_gib_signed = budget.reserved_gib_signed;
   ReportFigures report = report_figures(in);
   cap.kv_tokens = report.kv_tokens;
   cap.max_concurrency = report.max_concurrency;
@@ -1284,7 +1442,7 @@ vllm::BlockFigures vllm::block_figures(const ModelSpec& model, const EngineOptio
   const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
   const bool mla = vllm::is_mla_model(model);
   const bool hybrid = vllm::has_recurrent(model) && model.attention_layer_count() > 0;
-  std::uint64_t block = options.block_size.value_or(vllm::kDefaultBlock);
+  std::uint64_t block = options.block_size.value_or(vllm::default_block_size(rules));
   if (mla) {
     const bool fp8 = options.kv_cache_dtype.rfind("fp8", 0) == 0;
     // Sparse MLA (DeepSeek V3.2 indexer) runs only on the *_MLA_SPARSE backends, all

@@ -47,11 +47,19 @@ struct VersionRules {
   bool null_block_reserved = false;    // >= 0.29: the null block is not usable capacity
   bool mla_flash_attn = false;         // >= 0.33: Hopper MLA picks FLASH_ATTN_MLA (multiple of 16)
   bool measured_overheads = false;     // >= 0.26: overhead terms fitted to issue #13's logs
+  bool block_64_default = false;       // >= 0.34: CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)
+  bool extensible_kv_cache = false;    // >= 0.34: KV cache sized from memory measured after warmup
 };
 VersionRules rules_for(const Version& version);
 const std::vector<std::string>& vllm_versions();
-// --engine-version, else the newest release (0.33.0). Throws InputError listing the versions.
+// The version planned when --engine-version is not given: 0.33.0, not the newest known
+// (docs/reference/engine-versions.md "Default version").
+const std::string& vllm_default_version();
+// --engine-version, else vllm_default_version(). Throws InputError listing the versions.
 Version resolve_version(const EngineOptions& options);
+// The attention block size before any backend or hybrid adjustment: --block-size, else
+// CacheConfig.DEFAULT_BLOCK_SIZE of the version (16; 64 from 0.34).
+std::uint32_t default_block_size(const VersionRules& rules);
 // Mamba "align" mode: --enable-prefix-caching, or (0.28+) the default for hybrid models unless
 // --no-enable-prefix-caching.
 // The attention block vLLM chooses (vllm_block_size), with the pages of a hybrid raise
@@ -116,6 +124,13 @@ struct SchedulerLimits {
 // The worker's memory budget (only when profiling or --kv-cache-memory-bytes applies).
 struct MemoryBudget {
   double util = 0.0;                  // gpu_memory_utilization in force
+  // 0.34+ extensible KV cache (config/cache.py enable_extensible_kv_cache): the profile only
+  // reserves address space (reserved_gib_signed, what "Available KV cache memory" prints);
+  // available_bytes is what the memory measured after warmup leaves
+  // (v1/worker/extensible_kv_cache.py measure_kv_cache_bytes).
+  bool extensible = false;
+  double reserved_gib_signed = 0.0;
+  std::uint64_t reserved_bytes = 0;
   double available_gib_signed = 0.0;  // requested - non-KV memory, negative when the model does not fit
   std::uint64_t requested_bytes = 0;  // ceil(total x gpu_memory_utilization); 0 without a total
   std::uint64_t overhead_bytes = 0;   // activation + non-torch + CUDA graphs
@@ -169,10 +184,15 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
                                  std::optional<std::uint64_t> total_bytes, const GpuSpec* gpu,
                                  std::uint64_t max_model_len, bool sliding_window = false);
 
+// Whether vLLM 0.34+ runs the extensible KV cache: on by default on CUDA and ROCm unless
+// --kv-cache-memory-bytes is given (config/vllm.py _resolve_extensible_kv_cache, 0.34.0).
+// gpu may be null (--gpu-mem-gib: a CUDA device assumed).
+bool extensible_kv_cache(const VersionRules& rules, const EngineOptions& options, const GpuSpec* gpu);
+
 // The worker's budget. `total_bytes` may be empty only with --kv-cache-memory-bytes.
 MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const EngineOptions& options,
                            std::optional<std::uint64_t> total_bytes, std::uint64_t weights_per_rank,
-                           const SchedulerLimits& limits);
+                           const SchedulerLimits& limits, const GpuSpec* gpu = nullptr);
 
 // Pages one request of length `len` needs in one group / over all groups
 // (kv_cache_interface.py max_memory_usage_bytes / page_size_bytes).
@@ -210,6 +230,10 @@ struct ReportInputs {
   bool fits = false;
   std::uint64_t largest = 0;
   bool kv_cache_memory_given = false;
+  // 0.34+ extensible KV cache: "Available KV cache memory" prints the reservation, and
+  // "Extended KV cache to N blocks (X GiB)." the measured size.
+  bool extensible = false;
+  double reserved_gib_signed = 0.0;
 };
 ReportFigures report_figures(const ReportInputs& in);
 

@@ -512,9 +512,15 @@ GateResult select_kernels(const Engine& engine, const ModelSpec& model, const Gp
   if (options.tp == 0) throw InputError("tensor_parallel_size", "is 0; allowed: a positive integer");
   GateResult result;
   result.engine = engine.name();
-  result.engine_version = decision.version_given
-                              ? decision.version.text
-                              : decision.version.text + " (newest known; --engine-version)";
+  // The default is the newest known release except where an engine keeps an older one
+  // (vLLM 0.33.0 while 0.34.0 is known, issue #28).
+  const std::vector<std::string> known_versions = engine.known_versions();
+  const bool default_is_newest = known_versions.empty() || known_versions.back() == decision.version.text;
+  result.engine_version = decision.version_given ? decision.version.text
+                          : default_is_newest
+                              ? decision.version.text + " (newest known; --engine-version)"
+                              : decision.version.text + " (default; " + known_versions.back() +
+                                    " is known too; --engine-version)";
   result.family = gpu.family;
   result.tp = options.tp;
   result.block_size = decision.block.tokens;
