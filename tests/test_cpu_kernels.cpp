@@ -20,6 +20,7 @@
 #include "../probes/src/cpu_kernel.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/probes/probes.hpp"
+#include "test_support.hpp"
 
 namespace {
 namespace kp = kvsight::probes;
@@ -233,19 +234,7 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   }
 }
 
-// Sanitizer runtimes reserve terabytes of shadow address space and abort when
-// an address-space limit refuses them: the two rlimit tests skip there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using kvsight::test::kSanitized;  // test_support.hpp: the rlimit and timing tests skip under sanitizers
 
 // Threads the OS refuses: a child process with a 512 MiB address-space limit
 // asks for 100000 threads (each reserves an 8 MiB stack by default, so at most

@@ -52,43 +52,6 @@ TEST(VllmBlockSize, MlaForcedTo64UnlessAMultiple) {
   EXPECT_EQ(vllm_block_size(m, o), 128u);  // already a multiple of 64
 }
 
-// Qwen3.6-27B shape (docs/reference/cliff.md): 64 layers, every 4th full attention
-// (16), 48 gated delta-net layers; attention head_dim 256, 4 KV heads, 24 Q heads;
-// linear_key_head_dim 128 x 16 key heads, linear_value_head_dim 128 x 48 value heads,
-// conv kernel 4, conv state bf16, mamba_ssm_dtype float32 (Qwen3.5/3.6 configs).
-ModelSpec qwen36_27b_shape(const std::string& ssm_dtype = "fp32") {
-  ModelSpec m;
-  m.id = "qwen3.6-27b-test";
-  m.model_type = "qwen3_5";
-  m.hidden_size = 5120;
-  m.num_attention_heads = 24;
-  m.num_kv_heads = 4;
-  m.head_dim = 256;
-  m.intermediate_size = 17408;
-  m.vocab_size = 248320;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 262144;
-  RecurrentSpec r;
-  r.kind = RecurrentKind::gated_delta_net;
-  r.d_conv = 4;
-  r.key_head_dim = 128;
-  r.num_key_heads = 16;
-  r.value_head_dim = 128;
-  r.num_value_heads = 48;
-  r.conv_dtype = "bf16";
-  r.ssm_dtype = ssm_dtype;
-  m.recurrent = r;
-  for (int i = 0; i < 64; ++i) {
-    if (i % 4 == 3) {
-      m.layers.push_back(attn(LayerKind::full_attention, 4, 256));
-    } else {
-      LayerSpec l;
-      l.kind = LayerKind::recurrent;
-      m.layers.push_back(l);
-    }
-  }
-  return m;
-}
 
 TEST(VllmBlockSize, HybridRaiseGivesBlock784ForQwen36AtTp2) {
   // conv_dim = dk nk 2 + dv nv = 128*16*2 + 128*48 = 4096 + 6144 = 10240

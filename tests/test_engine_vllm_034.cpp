@@ -30,41 +30,6 @@ bool has_warning_with(const PlanResult& r, const std::string& text) {
                      [&](const std::string& w) { return w.find(text) != std::string::npos; });
 }
 
-// Qwen3.6-27B's shape (tests/test_engine_vllm.cpp qwen36_27b_shape): 16 full-attention layers
-// (4 KV heads x 256) among 48 gated delta-net layers with an fp32 ssm state.
-ModelSpec qwen36_shape() {
-  ModelSpec m;
-  m.id = "qwen3.6-27b-test";
-  m.model_type = "qwen3_5";
-  m.hidden_size = 5120;
-  m.num_attention_heads = 24;
-  m.num_kv_heads = 4;
-  m.head_dim = 256;
-  m.intermediate_size = 17408;
-  m.vocab_size = 248320;
-  m.dtype = "bf16";
-  m.max_position_embeddings = 262144;
-  RecurrentSpec r;
-  r.kind = RecurrentKind::gated_delta_net;
-  r.d_conv = 4;
-  r.key_head_dim = 128;
-  r.num_key_heads = 16;
-  r.value_head_dim = 128;
-  r.num_value_heads = 48;
-  r.conv_dtype = "bf16";
-  r.ssm_dtype = "fp32";
-  m.recurrent = r;
-  for (int i = 0; i < 64; ++i) {
-    if (i % 4 == 3) {
-      m.layers.push_back(attn(LayerKind::full_attention, 4, 256));
-    } else {
-      LayerSpec l;
-      l.kind = LayerKind::recurrent;
-      m.layers.push_back(l);
-    }
-  }
-  return m;
-}
 
 TEST(Vllm034, KnownButNotTheDefault) {
   const auto engine = make_engine("vllm");
@@ -109,12 +74,12 @@ TEST(Vllm034, HybridBlockAlignsToTheLargerDefault) {
   EngineOptions o;
   o.tp = 2;
   o.engine_version = "0.33.0";
-  EXPECT_EQ(vllm_block_size(qwen36_shape(), o), block_033);
+  EXPECT_EQ(vllm_block_size(qwen36_27b_shape(), o), block_033);
   o.engine_version = "0.34.0";
-  EXPECT_EQ(vllm_block_size(qwen36_shape(), o), block_034);
+  EXPECT_EQ(vllm_block_size(qwen36_27b_shape(), o), block_034);
   // --block-size 16 brings the alignment back to 16, and so the 0.33 block.
   o.block_size = 16;
-  EXPECT_EQ(vllm_block_size(qwen36_shape(), o), block_033);
+  EXPECT_EQ(vllm_block_size(qwen36_27b_shape(), o), block_033);
 }
 
 TEST(Vllm034, Llama8bOnH200ExtensibleBudget) {

@@ -32,19 +32,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Sanitizer runtimes reserve terabytes of shadow address space and abort under an
-// address-space limit; their timings are not the reader's either: these tests skip there.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using kvsight::test::kSanitized;  // test_support.hpp: the rlimit and timing tests skip under sanitizers
 
 constexpr std::uint64_t kAddressSpaceKib = 2000000;  // ulimit -v 2000000
 constexpr double kMiB = 1024.0 * 1024.0;

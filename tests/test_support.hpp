@@ -20,4 +20,19 @@ std::string temp_dir(const std::string& name);
 // Writes text to a file, creating parent directories.
 void write_file(const std::string& path, const std::string& text);
 
+// Whether this test binary runs under a sanitizer: their runtimes reserve terabytes of shadow
+// address space and abort under an address-space limit (RLIMIT_AS), and their timings are not
+// the code's, so the tests that set one, or time a reader, skip there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 }  // namespace kvsight::test
