@@ -13,6 +13,7 @@
 
 #include "fuzz_common.hpp"
 #include "kvsight/engine_log.hpp"
+#include "kvsight/error.hpp"
 
 using namespace kvsight;
 using kvsight::fuzz::require;
@@ -29,7 +30,15 @@ void require_figure(const std::optional<double>& value, const char* name, bool s
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  const EngineLogFigures f = read_engine_log(text);
+  EngineLogFigures f;
+  try {
+    f = read_engine_log(text);
+  } catch (const InputError& e) {
+    // A refusal is an answer (issue #25: a line over the cap, lines of two engines, a logged TP
+    // the flag would refuse): it must name the log.
+    require(std::string(e.what()).rfind("--log", 0) == 0, "a refusal that does not name --log");
+    return 0;
+  }
   for (const auto& [value, name] :
        {std::pair{f.total_gpu_gib, "total_gpu_gib"}, {f.gpu_memory_utilization, "gpu_memory_utilization"},
         {f.weights_gib, "weights_gib"}, {f.max_concurrency, "max_concurrency"}, {f.kv_size_gib, "kv_size_gib"},
