@@ -50,13 +50,6 @@ std::string spellings_help(const OptionFieldInfo& info) {
   return text.empty() ? "" : ". " + text;
 }
 
-// The selected engine's own spelling of a field ("" when it does not read it).
-std::string engine_spelling(const Engine& engine, OptionField field) {
-  for (const EngineFlag& flag : engine.flags())
-    if (flag.field == field) return flag.spellings.front();
-  return "";
-}
-
 bool reads(const Engine& engine, OptionField field) { return engine.reads(field); }
 
 }  // namespace

@@ -17,13 +17,6 @@ namespace kvsight::app {
 
 namespace {
 
-// The engine's own spelling of a field ("" when it does not read it): its long form.
-std::string spelling(const Engine& engine, OptionField field) {
-  for (const EngineFlag& flag : engine.flags())
-    if (flag.field == field && !flag.spellings.empty()) return flag.spellings.front();
-  return "";
-}
-
 // The fraction of device memory the engine budgets from, as it names it.
 std::optional<OptionField> fraction_field(const Engine& engine) {
   for (const OptionField f : {OptionField::gpu_memory_utilization, OptionField::mem_fraction_static,
@@ -31,8 +24,6 @@ std::optional<OptionField> fraction_field(const Engine& engine) {
     if (engine.reads(f)) return f;
   return std::nullopt;
 }
-
-std::string two_places(double fraction) { return fixed_text(fraction, 2); }
 
 class FixPlanner {
  public:
@@ -72,9 +63,9 @@ class FixPlanner {
     const FitCandidate at = plan(in_.options, n_, lo, in_.device);
     PreflightFix fix;
     fix.kind = "max_model_len";
-    const std::string length_flag = spelling(engine_, OptionField::max_model_len);
-    const std::string ctx_flag = spelling(engine_, OptionField::ctx_size);
-    const std::string slots_flag = spelling(engine_, OptionField::parallel);
+    const std::string length_flag = engine_spelling(engine_, OptionField::max_model_len);
+    const std::string ctx_flag = engine_spelling(engine_, OptionField::ctx_size);
+    const std::string slots_flag = engine_spelling(engine_, OptionField::parallel);
     if (!length_flag.empty()) {
       fix.flag = length_flag + " " + std::to_string(lo);
     } else if (!ctx_flag.empty()) {
@@ -95,8 +86,8 @@ class FixPlanner {
     if (m == 0 || !plan(in_.options, m, length_, in_.device).fits) return std::nullopt;
     PreflightFix fix;
     fix.kind = "max_num_seqs";
-    std::string cap = spelling(engine_, OptionField::max_num_seqs);
-    if (cap.empty()) cap = spelling(engine_, OptionField::parallel);
+    std::string cap = engine_spelling(engine_, OptionField::max_num_seqs);
+    if (cap.empty()) cap = engine_spelling(engine_, OptionField::parallel);
     if (!cap.empty()) fix.flag = cap + " " + std::to_string(m);
     fix.text = std::to_string(m) + " sequences of " + commas_text(length_) + " tokens fit at once" +
                (cap.empty() ? " (" + engine_.display_name() + " has no cap kvsight knows: admit at most that many)"
@@ -123,10 +114,9 @@ class FixPlanner {
     if (!best) return std::nullopt;
     PreflightFix fix;
     fix.kind = "kv_cache_dtype";
-    EngineOptions o = in_.options;
     std::string flags;
-    for (const KvTypeSetting& setting : engine_.kv_cache_type_settings(o)) {
-      const std::string name = spelling(engine_, setting.field);
+    for (const KvTypeSetting& setting : engine_.kv_cache_type_settings(in_.options)) {
+      const std::string name = engine_spelling(engine_, setting.field);
       if (!name.empty()) flags += (flags.empty() ? "" : " ") + name + " " + best_type;
     }
     fix.flag = flags;
@@ -141,9 +131,9 @@ class FixPlanner {
 
   // The fewest GPUs (TP first, then PP) of this kind that serve it, up to the node's GPUs.
   std::optional<PreflightFix> parallelism_fix() const {
-    const std::string tp_flag = spelling(engine_, OptionField::tensor_parallel_size);
+    const std::string tp_flag = engine_spelling(engine_, OptionField::tensor_parallel_size);
     if (tp_flag.empty()) return std::nullopt;
-    const std::string pp_flag = spelling(engine_, OptionField::pipeline_parallel_size);
+    const std::string pp_flag = engine_spelling(engine_, OptionField::pipeline_parallel_size);
     for (std::uint32_t gpus = 1; gpus <= in_.gpus_on_node; ++gpus) {
       for (std::uint32_t pp = 1; pp <= gpus; ++pp) {
         if (gpus % pp != 0 || (pp > 1 && pp_flag.empty())) continue;
@@ -168,7 +158,7 @@ class FixPlanner {
 
   // A block size the engine takes that clears a refusal (a kernel's block-size gate).
   std::optional<PreflightFix> block_fix() const {
-    const std::string flag = spelling(engine_, OptionField::block_size);
+    const std::string flag = engine_spelling(engine_, OptionField::block_size);
     if (flag.empty()) return std::nullopt;
     for (const std::uint32_t block : kFullBlockGrid) {
       if (block == 0 || (in_.options.block_size && *in_.options.block_size == block)) continue;
@@ -206,7 +196,7 @@ class FixPlanner {
     for (int step = 0; step <= high - low; ++step) {
       const int hundredths = largest ? high - step : low + step;
       EngineOptions o = in_.options;
-      const std::string value = two_places(hundredths / 100.0);
+      const std::string value = fixed_text(hundredths / 100.0, 2);
       try {
         set_option(o, *field, value);
       } catch (const InputError&) {
@@ -216,7 +206,7 @@ class FixPlanner {
       if (!c.fits) continue;
       PreflightFix fix;
       fix.kind = "memory_fraction";
-      fix.flag = spelling(engine_, *field) + " " + value;
+      fix.flag = engine_spelling(engine_, *field) + " " + value;
       fix.text = std::string(largest ? "the largest fraction the memory free now allows: "
                                      : "the smallest fraction at which it fits: ") +
                  gib_text(c.available_kv_bytes) +
@@ -262,7 +252,6 @@ class FixPlanner {
   }
 
   std::uint64_t n() const { return n_; }
-  const Engine& engine() const { return engine_; }
 
  private:
   const PreflightFacts& facts_;
@@ -284,8 +273,7 @@ void add(std::vector<PreflightFix>& fixes, std::optional<PreflightFix> fix) {
 
 // The engine's option that picks an attention backend which splits the context, when one
 // is admitted at this shape on this device.
-std::optional<PreflightFix> splitting_backend_fix(const PreflightFacts& facts, const FixInputs& in,
-                                                  const LayerGroupGate& primary) {
+std::optional<PreflightFix> splitting_backend_fix(const FixInputs& in, const LayerGroupGate& primary) {
   for (const KernelVerdict& k : primary.kernels) {
     if (!k.admitted || k.selected || !k.splits_context || k.backend.empty()) continue;
     const std::string option = in.engine->attention_backend_option(in.engine->version(in.options), k.backend);
@@ -295,7 +283,6 @@ std::optional<PreflightFix> splitting_backend_fix(const PreflightFacts& facts, c
     fix.flag = option;
     fix.text = k.name + " splits the context at this shape on this device (" + k.split_rule + ")";
     fix.figures = {{"kernel", k.kernel}, {"backend", k.backend}};
-    (void)facts;
     return fix;
   }
   return std::nullopt;
@@ -336,7 +323,7 @@ void attach_fixes(std::vector<PreflightReason>& reasons, const PreflightFacts& f
       const std::uint64_t requested = r.figures.value("requested_bytes", std::uint64_t{0});
       if (requested > free) fixes.push_back(planner.memory_to_free(requested - free));
     } else if (r.code == "decode_cliff") {
-      if (gates) add(fixes, splitting_backend_fix(facts, in, gates->primary));
+      if (gates) add(fixes, splitting_backend_fix(in, gates->primary));
       if (fixes.empty())
         fixes.push_back(action("action", "no admitted kernel of " + in.engine->display_name() +
                                              " splits the context at this shape on this device: decode time "

@@ -51,6 +51,10 @@ void store_option(EngineOptions& options, OptionField field, std::uint64_t value
 // A text field (kv_cache_dtype, cache_type_k, cache_type_v, flash_attn), or std::logic_error.
 void store_option(EngineOptions& options, OptionField field, const std::string& value);
 
+// The engine's own long spelling of a field ("--tp-size" for SGLang's tensor_parallel_size),
+// the first of Engine::flags; "" when the engine does not read the field.
+std::string engine_spelling(const Engine& engine, OptionField field);
+
 // Which engines spell an option this way: (display name, field) pairs.
 struct SpellingOwner {
   std::string engine;   // Engine::name()

@@ -247,6 +247,12 @@ void store_option(EngineOptions& o, OptionField field, const std::string& value)
   }
 }
 
+std::string engine_spelling(const Engine& engine, OptionField field) {
+  for (const EngineFlag& flag : engine.flags())
+    if (flag.field == field && !flag.spellings.empty()) return flag.spellings.front();
+  return "";
+}
+
 void set_option(EngineOptions& o, OptionField field, std::string_view text) {
   const OptionFieldInfo& info = option_field(field);
   const std::string& name = info.name;
