@@ -103,6 +103,25 @@ struct Quantization {
   std::uint32_t group_size = 0;
 };
 
+// A GGUF's tensor bytes by where llama.cpp loads them (src/llama-arch.cpp LLM_TENSOR_INFOS, b11312):
+// the input layer stays in host memory, each repeating block goes to its layer's device and
+// the output layer to the device -ngl gives it (docs/reference/llamacpp-current.md "Layers on
+// the GPU", issue #22 item 5). Grouped by tensor name, never by reading the data.
+struct GgufTensorLayers {
+  // token_embd, position_embd, token_types, per_layer_token_embd, masked_embd_*: LAYER_INPUT.
+  std::uint64_t input = 0;
+  // Every other tensor outside the blocks (output, output_norm, cls, ...): LAYER_OUTPUT.
+  std::uint64_t output = 0;
+  // rope_freqs, rope_factors_long / _short, token_embd_norm: outside blk.N in the file but
+  // LAYER_REPEATING (each layer loads its own copy, TENSOR_DUPLICATED; a few KiB).
+  std::uint64_t repeating_shared = 0;
+  // token_embd's bytes when the file has no output.weight (tied embeddings): the models
+  // create the output from token_embd with TENSOR_DUPLICATED, a second copy on the output's
+  // device (src/models/llama.cpp).
+  std::uint64_t tied_output = 0;
+  std::vector<std::uint64_t> blocks;  // blk.N.*, index N
+};
+
 // Weights bytes read from the files themselves (safetensors or GGUF headers),
 // when the model came from a directory or a GGUF file.
 struct ExactWeights {
@@ -112,6 +131,7 @@ struct ExactWeights {
   std::string method;                // one line: which files, which were skipped
   std::vector<std::string> files;    // counted
   std::vector<std::string> skipped;  // present, not counted (consolidated copies, adapters)
+  std::optional<GgufTensorLayers> gguf_layers;  // GGUF only
 };
 
 // What a model's family does that its files state in no field of their own. The readers

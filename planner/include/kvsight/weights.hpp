@@ -30,6 +30,23 @@ std::uint64_t count_embedding_params(const ModelSpec& model);
 // Bytes from shapes and quantization (embeddings/norms stay 16-bit).
 WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp = 1, std::uint32_t pp = 1);
 
+// Weights by where a layer-splitting engine (llama.cpp -ngl) loads them: the input layer
+// (token embeddings), one entry per decoder block, the output layer (final norm and LM head,
+// with the second copy llama.cpp makes of tied embeddings) and the few repeating tensors
+// stored outside the blocks. Exact from a GGUF's tensor infos (GgufTensorLayers); otherwise
+// the estimate's bytes with embeddings and norms at the model dtype and the rest spread over
+// the blocks by their parameters. input + blocks + shared + output = estimate_weights' bytes,
+// plus the tied copy.
+struct LayerWeights {
+  std::uint64_t input = 0;
+  std::uint64_t output = 0;
+  std::uint64_t shared = 0;
+  std::uint64_t tied_copy = 0;        // of `output`: the second copy of tied token embeddings
+  std::vector<std::uint64_t> blocks;  // at least `decoder_blocks` entries
+  bool exact = false;
+};
+LayerWeights weights_by_layer(const ModelSpec& model, std::uint32_t decoder_blocks);
+
 // One tensor of a safetensors header.
 struct SafetensorsTensor {
   std::string name;

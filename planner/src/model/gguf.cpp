@@ -520,6 +520,44 @@ std::string split_path(const std::string& prefix, std::uint64_t i, std::uint64_t
   return prefix + buffer;
 }
 
+// Adds one file's tensors to the groups llama.cpp loads them by (GgufTensorLayers): blk.N.*
+// to block N, the LAYER_INPUT names of src/llama-arch.cpp to the input, the few repeating
+// tensors stored outside the blocks to repeating_shared, anything else to the output layer.
+void add_tensor_layers(const GgufFile& file, GgufTensorLayers& layers, bool& has_output, std::uint64_t& token_embd) {
+  static const std::set<std::string, std::less<>> kInput = {"token_embd",           "position_embd",
+                                                             "token_types",          "per_layer_token_embd",
+                                                             "masked_embd_centroids", "masked_embd_ordering"};
+  static const std::set<std::string, std::less<>> kRepeating = {"rope_freqs", "rope_factors_long",
+                                                                 "rope_factors_short", "token_embd_norm"};
+  for (const GgufTensor& t : file.tensors) {
+    const std::string_view name = t.name;
+    const std::string_view base = name.substr(0, name.find('.'));
+    if (base == "blk") {
+      // "blk.N.": N in decimal, below kMaxLayers (block_count's own bound); anything else is
+      // kept with the output layer rather than sizing a vector from a hostile index.
+      const std::string_view rest = name.substr(4);
+      const std::string_view digits = rest.substr(0, rest.find('.'));
+      std::uint64_t index = 0;
+      bool ok = !digits.empty() && digits.size() <= 6;
+      for (char ch : digits) {
+        ok = ok && ch >= '0' && ch <= '9';
+        if (ok) index = index * 10 + static_cast<std::uint64_t>(ch - '0');
+      }
+      if (ok && index < kMaxLayers) {
+        if (layers.blocks.size() <= index) layers.blocks.resize(index + 1, 0);
+        layers.blocks[index] = checked_add(layers.blocks[index], t.bytes, "GGUF block bytes");
+        continue;
+      }
+    }
+    if (name == "output.weight") has_output = true;
+    if (name == "token_embd.weight") token_embd = t.bytes;
+    std::uint64_t& group = kInput.count(base)       ? layers.input
+                           : kRepeating.count(base) ? layers.repeating_shared
+                                                    : layers.output;
+    group = checked_add(group, t.bytes, "GGUF tensor bytes");
+  }
+}
+
 // The weights of a GGUF model: every split's tensors (split.count / split.tensors.count,
 // llama.cpp gguf-split). `file` is the first split (or the only file).
 ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, const std::string& path,
@@ -529,6 +567,10 @@ ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, cons
   weights.bytes = file.tensor_bytes;
   weights.params = file.tensor_elements;
   weights.files.push_back(fs::path(path).filename().string());
+  GgufTensorLayers layers;
+  bool has_output = false;
+  std::uint64_t token_embd = 0;
+  add_tensor_layers(file, layers, has_output, token_embd);
   if (const nlohmann::json* sc = any.find("split.count")) {
     const std::uint64_t count = any.as_uint(*sc, "split.count");
     if (split_prefix.empty() && count > 1)
@@ -562,6 +604,7 @@ ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, cons
                                    "') is missing; the download is incomplete");
       distinct(other);
       const GgufFile part = read_gguf(other);
+      add_tensor_layers(part, layers, has_output, token_embd);
       weights.bytes = checked_add(weights.bytes, part.tensor_bytes, "GGUF tensor bytes");
       weights.params = checked_add(weights.params, part.tensor_elements, "GGUF tensor elements");
       tensors += part.tensors.size();
@@ -575,6 +618,8 @@ ExactWeights read_gguf_split_weights(const GgufFile& file, const Meta& any, cons
   }
   if (file.tensors.empty() && weights.files.size() == 1)
     throw InputError(path, "holds no tensors; a GGUF model has at least one");
+  if (!has_output) layers.tied_output = token_embd;
+  weights.gguf_layers = std::move(layers);
   weights.method = "exact: sum of tensor sizes in the GGUF tensor infos of " +
                    std::to_string(weights.files.size()) + " file" + (weights.files.size() == 1 ? "" : "s") +
                    " (" + fs::path(path).filename().string() + ")";

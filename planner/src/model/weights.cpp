@@ -265,4 +265,55 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
   return w;
 }
 
+LayerWeights weights_by_layer(const ModelSpec& model, std::uint32_t decoder_blocks) {
+  LayerWeights out;
+  if (model.exact_weights && model.exact_weights->gguf_layers) {
+    const GgufTensorLayers& g = *model.exact_weights->gguf_layers;
+    out.exact = true;
+    out.input = g.input;
+    out.output = checked_add(g.output, g.tied_output, "GGUF output bytes");
+    out.tied_copy = g.tied_output;
+    out.shared = g.repeating_shared;
+    out.blocks = g.blocks;
+    if (out.blocks.size() < decoder_blocks) out.blocks.resize(decoder_blocks, 0);
+    return out;
+  }
+  const ParamGroups g = count_groups(model);
+  const WeightsEstimate w = estimate_weights(model);
+  const double dtype_bytes = torch_dtype_bytes(model.dtype, "torch_dtype");
+  const std::uint64_t H = model.hidden_size;
+  const std::uint64_t vh = checked_mul(model.vocab_size, H, "embedding parameters");
+  const auto bytes_of = [&](std::uint64_t params) {
+    return static_cast<std::uint64_t>(std::llround(static_cast<double>(params) * dtype_bytes));
+  };
+  out.input = bytes_of(checked_add(vh, model.per_layer_embedding_params, "embedding parameters"));
+  const std::uint64_t norm = bytes_of(H);
+  out.output = checked_add(bytes_of(vh), norm, "output layer bytes");  // the head (or the tied copy) + norm
+  // What the blocks hold: the estimate less the input layer and the output layer as counted in
+  // it (a tied head is not counted there: its copy is llama.cpp's).
+  const std::uint64_t counted_output = model.tie_word_embeddings ? norm : out.output;
+  if (model.tie_word_embeddings) out.tied_copy = bytes_of(vh);
+  const std::uint64_t outside = checked_add(out.input, counted_output, "weights outside the blocks");
+  const std::uint64_t rest = w.bytes > outside ? w.bytes - outside : 0;
+  out.blocks.assign(std::max<std::size_t>(decoder_blocks, 1), 0);
+  std::uint64_t layer_params = 0;
+  for (std::uint64_t p : g.per_layer) layer_params = checked_add(layer_params, p, "parameters");
+  if (g.per_layer.empty() || layer_params == 0) {
+    out.blocks.front() = rest;
+    return out;
+  }
+  // model.layers may list a decoder block as two entries (Falcon-H1): entry i is block
+  // i x blocks / entries. Shares are rounded down and the remainder goes to the last block, so
+  // the blocks sum to `rest` exactly.
+  std::uint64_t given = 0;
+  for (std::size_t i = 0; i < g.per_layer.size(); ++i) {
+    const std::size_t block = i * out.blocks.size() / g.per_layer.size();
+    const auto share = static_cast<std::uint64_t>(static_cast<long double>(rest) * g.per_layer[i] / layer_params);
+    out.blocks[block] += share;
+    given += share;
+  }
+  out.blocks.back() += rest - std::min(rest, given);
+  return out;
+}
+
 }  // namespace kvsight
