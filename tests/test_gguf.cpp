@@ -25,24 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Writes a GGUF with tests/make_gguf.py. The gguf package is a test dependency:
-// its absence fails the test (scripts/setup.sh installs it), never skips it.
-std::string make_gguf(const std::string& name, const std::string& variant) {
-  const std::string dir = test::temp_dir("gguf-" + variant);
-  const std::string out = dir + "/" + name;
-  const std::string command = "python3 '" KVSIGHT_SOURCE_DIR "/tests/make_gguf.py' '" + out + "' " + variant +
-                              " > '" + dir + "/log' 2>&1";
-  const int rc = std::system(command.c_str());
-  std::ifstream log(dir + "/log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (rc != 0) {
-    ADD_FAILURE() << "make_gguf.py failed (rc " << rc << "): " << text
-                  << "\nThe gguf Python package is required: scripts/setup.sh installs it "
-                     "(pip install --break-system-packages gguf).";
-    return "";
-  }
-  return out;
-}
+using test::make_gguf;
 
 TEST(Gguf, GgmlBlockSizesOfTheKQuantsAndIq) {
   // ggml-common.h: q8_0 = fp16 scale + 32 int8 = 34 B / 32; q4_K = 2 fp16 + 12 scale

@@ -1,10 +1,13 @@
 #include "test_support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -83,6 +86,23 @@ void write_file(const std::string& path, const std::string& text) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   std::ofstream out(path, std::ios::binary);
   out << text;
+}
+
+std::string make_gguf(const std::string& name, const std::string& variant) {
+  const std::string dir = temp_dir("gguf-" + variant);
+  const std::string out = dir + "/" + name;
+  const std::string command = "python3 '" KVSIGHT_SOURCE_DIR "/tests/make_gguf.py' '" + out + "' " + variant +
+                              " > '" + dir + "/log' 2>&1";
+  const int rc = std::system(command.c_str());
+  std::ifstream log(dir + "/log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  if (rc != 0) {
+    ADD_FAILURE() << "make_gguf.py failed (rc " << rc << "): " << text
+                  << "\nThe gguf Python package is required: scripts/setup.sh installs it "
+                     "(pip install --break-system-packages gguf).";
+    return "";
+  }
+  return out;
 }
 
 }  // namespace kvsight::test

@@ -20,6 +20,12 @@ std::string temp_dir(const std::string& name);
 // Writes text to a file, creating parent directories.
 void write_file(const std::string& path, const std::string& text);
 
+// Writes a GGUF with tests/make_gguf.py (llama.cpp's own gguf-py writer; `variant` as its usage
+// says) into a fresh directory and returns its path, or "" after a test failure naming the
+// cause. The gguf package is a test dependency: its absence fails the test (scripts/setup.sh
+// installs it), never skips it.
+std::string make_gguf(const std::string& name, const std::string& variant);
+
 // Whether this test binary runs under a sanitizer: their runtimes reserve terabytes of shadow
 // address space and abort under an address-space limit (RLIMIT_AS), and their timings are not
 // the code's, so the tests that set one, or time a reader, skip there.
