@@ -210,11 +210,16 @@ TEST(LaunchLineLlamacpp, DockerCudaAllLayersOnGpu) {
   EXPECT_EQ(flags_of(j["launch"]["ignored"]), (std::vector<std::string>{"--host", "--port"}));
 }
 
-// -ngl below the layer count keeps layers and their KV in host memory: refused until the
-// host/device split is planned (issue #22 item 5).
-TEST(LaunchLineLlamacpp, PartialOffloadRefused) {
-  expect_refused({"--model", "llama-3.1-8b"}, {"llama-server", "-m", "m.gguf", "-ngl", "20"}, "-ngl (llama-server)",
-                 "12 of 32 layers");
+// The README's "-ngl" with fewer layers than the model has (issue #22 item 5): the output layer
+// and ngl - 1 repeating layers on the GPU (b11312), the rest and their KV in host memory;
+// --no-kv-offload keeps every layer's KV there (test_llamacpp_offload.cpp derives the bytes).
+TEST(LaunchLineLlamacpp, PartialOffloadSplitsHostAndDevice) {
+  const json j = plan_json({"--model", "llama-3.1-8b", "--gpu", "rtx4090"},
+                           {"llama-server", "-m", "m.gguf", "-c", "8192", "-ngl", "20", "-nkvo"});
+  EXPECT_EQ(flags_of(j["launch"]["applied"]), (std::vector<std::string>{"-c", "-ngl", "-nkvo"}));
+  EXPECT_EQ(j["placement"]["layers_on_device"].get<std::uint64_t>(), 19u);
+  EXPECT_EQ(j["placement"]["kv_device_bytes"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(j["placement"]["kv_host_bytes"].get<std::uint64_t>(), 8192 * kLlama8BPerToken);
 }
 
 // README "llama-server -m model.gguf --port 8080" with -b 2048: the logical batch in tokens

@@ -89,6 +89,30 @@ FigureSection weight_figures(const PlanResult& r, bool per_rank) {
   return s;
 }
 
+// What stays in host memory under a layer-splitting engine (llama.cpp -ngl, --no-kv-offload;
+// issue #22 item 5); the capacity figures count only the GPU's share.
+FigureSection placement_figures(const Placement& p) {
+  const std::string exact_note = p.weights_exact ? "exact (GGUF)" : "estimate";
+  FigureSection s{"Placement (GPU and host memory)", {}};
+  s.figures.push_back({"placement.layers_on_device", p.layers_on_device, "layers", "layers on the GPU",
+                       commas_text(p.layers_on_device) + " of " + commas_text(p.layers),
+                       std::string("output layer ") + (p.output_on_device ? "on the GPU" : "in host memory"), ""});
+  s.figures.push_back(json_figure("placement.layers", p.layers));
+  s.figures.push_back(json_figure("placement.output_on_device", p.output_on_device));
+  s.figures.push_back(json_figure("placement.kv_on_device", p.kv_on_device));
+  s.figures.push_back({"placement.weights_device_bytes", p.weights_device_bytes, "B", "weights on the GPU",
+                       bytes_text(p.weights_device_bytes), exact_note, ""});
+  s.figures.push_back({"placement.weights_host_bytes", p.weights_host_bytes, "B", "weights in host memory",
+                       bytes_text(p.weights_host_bytes), "token embeddings and the layers not offloaded", ""});
+  s.figures.push_back({"placement.kv_device_bytes", p.kv_device_bytes, "B", "KV on the GPU",
+                       bytes_text(p.kv_device_bytes), p.kv_on_device ? "the offloaded layers' cache" : "", ""});
+  s.figures.push_back({"placement.kv_host_bytes", p.kv_host_bytes, "B", "KV in host memory",
+                       bytes_text(p.kv_host_bytes), p.kv_on_device ? "" : "--no-kv-offload", ""});
+  s.figures.push_back(json_figure("placement.weights_exact", p.weights_exact));
+  s.figures.push_back(json_figure("placement.rule", p.rule));
+  return s;
+}
+
 FigureSection capacity_figures(const PlanItem& item, bool per_rank) {
   const PlanResult& r = item.result;
   FigureSection s{"Capacity" + std::string(per_rank ? " (per rank; minimum over ranks)" : ""), {}};
@@ -182,8 +206,9 @@ FigureDoc item_figures(const PlanItem& item, const EngineOptions& o) {
   if (item.gpu) doc.title += " on " + item.gpu->name;
   doc.title += " under " + r.engine + (r.engine_version.empty() ? "" : " " + r.engine_version);
   if (per_rank) doc.title += " (TP " + std::to_string(o.tp) + ", PP " + std::to_string(o.pp) + ")";
-  doc.sections = {identity(item, o), kv_figures(item.model, r, o, per_rank), weight_figures(r, per_rank),
-                  capacity_figures(item, per_rank), assumption_figures(r), message_figures(r)};
+  doc.sections = {identity(item, o), kv_figures(item.model, r, o, per_rank), weight_figures(r, per_rank)};
+  if (r.placement) doc.sections.push_back(placement_figures(*r.placement));
+  doc.sections.insert(doc.sections.end(), {capacity_figures(item, per_rank), assumption_figures(r), message_figures(r)});
   if (!r.engine_log.empty()) {
     doc.footer.push_back("What " + r.engine + " would log:");
     for (const auto& line : r.engine_log) doc.footer.push_back("  " + line);

@@ -111,11 +111,27 @@ struct Capacity {
   std::string max_running_source;
 };
 
+// What a layer-splitting engine keeps on the GPU and in host memory (llama.cpp: -ngl and
+// --no-kv-offload; issue #22 item 5). Absent for engines that load everything on the GPU.
+struct Placement {
+  std::uint32_t layers = 0;            // repeating layers (llama.cpp n_layer)
+  std::uint32_t layers_on_device = 0;  // the last ones
+  bool output_on_device = true;        // final norm and LM head
+  bool kv_on_device = true;            // each layer's KV with its layer; false: all in host memory
+  std::uint64_t weights_device_bytes = 0;
+  std::uint64_t weights_host_bytes = 0;  // the input layer (token embeddings) at least
+  bool weights_exact = false;            // from the GGUF's tensor infos
+  std::uint64_t kv_device_bytes = 0;     // the start-up cache (n_ctx cells, every slot)
+  std::uint64_t kv_host_bytes = 0;
+  std::string rule;  // which layers go where and why, one line with its source
+};
+
 struct PlanResult {
   std::string engine;
   std::string engine_version;
   KvFigures kv;
   WeightsEstimate weights;
+  std::optional<Placement> placement;   // llama.cpp only
   std::optional<Capacity> capacity;     // present when a GPU (or memory size) was given
   std::vector<std::string> engine_log;  // lines the engine itself would log
   std::vector<Assumption> assumptions;
@@ -152,6 +168,7 @@ enum class OptionField {
   swa_full,
   ubatch_size,
   kv_unified,
+  no_kv_offload,
   speculative_config,
   kv_transfer_config,
   n_gpu_layers,

@@ -19,10 +19,11 @@ struct LlamacppOptions {
   bool swa_full = false;             // --swa-full
   std::uint64_t ubatch_size = 512;   // --ubatch-size (n_ubatch)
   bool kv_unified = false;           // --kv-unified
-  // --n-gpu-layers / -ngl: "auto" (the default, -1), "all" (-2), or a number of layers kept
-  // on the GPU; fewer than all is refused until the host/device split is planned (issue #22
-  // item 5).
+  // --n-gpu-layers / -ngl: "auto" (the default, -1), "all" (-2), or a number of layers on
+  // the GPU, the output layer counted as one (engines/llamacpp_offload.cpp: which layers,
+  // weights and KV stay in host memory; issue #22 item 5).
   std::string n_gpu_layers = "auto";
+  bool no_kv_offload = false;  // --no-kv-offload / -nkvo: every layer's KV in host memory
 };
 
 }  // namespace kvsight

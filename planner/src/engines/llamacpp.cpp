@@ -42,6 +42,7 @@
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
+#include "llamacpp_offload.hpp"
 #include "log_line.hpp"
 
 namespace kvsight {
@@ -73,6 +74,11 @@ constexpr int kTrainCtxDefaultBuild = 7400;
 // default became 4096 instead of the training context; before it, unset = n_ctx_train (the
 // b3332 CI log of docs/fidelity.md row 20: 2048 cells for pythia-2.8b). Approximate build.
 constexpr int kCtx4096DefaultBuild = 4000;
+// PR #18148 ("llama: offload output layer to GPU first", opened 2025-12-17, after #16653 of
+// b7437; b11312 has it): -ngl N puts the output layer and N - 1 repeating layers on the GPU,
+// where builds before it put N repeating layers and the output layer only for N > n_layer
+// (llamacpp_offload.cpp). Approximate.
+constexpr int kOutputFirstBuild = 7480;
 
 std::string ggml_name(const KvDtype& t) {
   if (t.name == "fp16") return "f16";
@@ -278,7 +284,8 @@ class LlamaCppEngine final : public Engine {
             {OptionField::swa_full, {"--swa-full"}},
             {OptionField::ubatch_size, {"--ubatch-size", "-ub"}},
             {OptionField::kv_unified, {"--kv-unified", "-kvu"}},
-            {OptionField::n_gpu_layers, {"--n-gpu-layers", "-ngl", "--gpu-layers"}}};
+            {OptionField::n_gpu_layers, {"--n-gpu-layers", "-ngl", "--gpu-layers"}},
+            {OptionField::no_kv_offload, {"--no-kv-offload", "-nkvo"}}};
   }
   // common/arg.cpp kv_cache_types.
   std::vector<std::string> kv_cache_dtypes() const override {
@@ -407,20 +414,6 @@ std::unique_ptr<EngineLogReader> LlamaCppEngine::log_reader() const {
 // = the training context, which fit_params may shrink (fit_params_min_ctx 4096,
 // fit_params_target 1 GiB per device) when it does not fit.
 LengthChoice LlamaCppEngine::max_model_len(const ModelSpec& model, const EngineOptions& options) const {
-  // common/arg.cpp -ngl N (b11312): llama.cpp keeps the first n_layer - N repeating layers (and
-  // their KV, llama-kv-cache.cpp: a layer's cache lives on its layer's device) in host memory;
-  // N > n_layer also offloads the output layer. kvsight plans every layer on the device, so a
-  // partial offload is refused rather than planned as if it were whole (issue #22 item 5).
-  const std::string& ngl = options.llamacpp.n_gpu_layers;
-  if (ngl != "auto" && ngl != "all") {
-    const std::uint64_t on_gpu = std::stoull(ngl);
-    const std::uint32_t n_layer = llama_n_layer(model);
-    if (on_gpu < n_layer)
-      throw InputError("n_gpu_layers", "is " + ngl + ": " + std::to_string(n_layer - on_gpu) + " of " +
-                                           std::to_string(n_layer) +
-                                           " layers and their KV stay in host memory, which kvsight does not plan "
-                                           "yet; allowed: all, auto, or at least " + std::to_string(n_layer));
-  }
   const int build = version(options).build;
   LengthChoice c;
   c.derived = model.max_position_embeddings;
@@ -490,6 +483,18 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
         "llama.cpp splits layers across devices (--split-mode layer); --tp/--pp are ignored and "
         "all figures are for the whole model");
   const std::vector<LayerCell> cells = layer_cells(model, tk, tv, build, &result);
+  // -ngl and --no-kv-offload: a layer's cache lives on its layer's device (llama-kv-cache.cpp,
+  // llama-memory-recurrent.cpp: model.dev_layer(il) when offload), else in host memory. The
+  // GPU's cache is sized from the cells of its layers; a parallel hybrid's two entries per
+  // decoder layer (llama_n_layer) share the layer's device.
+  const std::uint32_t n_layer = llama_n_layer(model);
+  const LlamaOffload offload = llama_offload(n_layer, options.llamacpp.n_gpu_layers,
+                                             options.llamacpp.no_kv_offload, build >= kOutputFirstBuild);
+  std::vector<LayerCell> device_cells = cells;
+  for (std::size_t i = 0; i < device_cells.size(); ++i) {
+    const auto il = static_cast<std::uint32_t>(model.traits.parallel_hybrid ? i / 2 : i);
+    if (!offload.kv_on_device(il)) device_cells[i] = LayerCell{};
+  }
 
   // n_ctx: the decision's length (LlamaCppEngine::max_model_len).
   const std::uint64_t n_ctx_train = decision.length.derived;
@@ -515,6 +520,7 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
                 build,
                 options.llamacpp.flash_attn == "off"};
   const Cache cache = size_cache(model, cells, p);
+  const Cache device_cache = size_cache(model, device_cells, p);
   const std::uint64_t slot_ctx = cache.n_ctx_seq;
   if (!unified && build >= kSeqPadBuild && cache.n_ctx != round_up(n_ctx, 256, "n_ctx"))
     result.notes.push_back("n_ctx " + std::to_string(n_ctx) + " -> pad 256 -> / " + std::to_string(n_par) +
@@ -560,9 +566,49 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   result.kv.bytes_per_batch = size_cache(model, cells, many).total();
 
   result.weights = decision.weights;  // the whole model (shards_weights false)
-  result.assumptions.push_back(decision.weights_assumption);
+  // What the GPU holds of the weights: the blocks and output layer -ngl gives it, never the
+  // token embeddings (llamacpp_offload.cpp).
+  const LayerWeights by_layer = weights_by_layer(model, n_layer);
+  WeightsSplit split = split_weights(by_layer, offload);
+  if (options.overheads.weights_gib) {
+    // --weights-gib: what the GPU holds with every layer offloaded (the "CUDA0 model buffer
+    // size" a full-offload log prints); a partial -ngl keeps its layers' share of it.
+    const WeightsSplit full =
+        split_weights(by_layer, llama_offload(n_layer, "all", false, offload.output_first));
+    const double scale = full.device > 0 ? static_cast<double>(result.weights.bytes_per_rank) /
+                                               static_cast<double>(full.device)
+                                         : 0.0;
+    split.device = static_cast<std::uint64_t>(std::llround(static_cast<double>(split.device) * scale));
+    split.host = static_cast<std::uint64_t>(std::llround(static_cast<double>(split.host) * scale));
+    result.notes.push_back("--weights-gib under llama.cpp is what the GPU holds with every layer offloaded; -ngl " +
+                           options.llamacpp.n_gpu_layers + " keeps its layers' share of it");
+  }
+  Placement placement;
+  placement.layers = n_layer;
+  placement.layers_on_device = offload.device_layers;
+  placement.output_on_device = offload.output_on_device;
+  placement.kv_on_device = offload.kv_offload;
+  placement.weights_device_bytes = split.device;
+  placement.weights_host_bytes = split.host;
+  placement.weights_exact = by_layer.exact && !options.overheads.weights_gib;
+  placement.kv_device_bytes = device_cache.total();
+  placement.kv_host_bytes = cache.total() - device_cache.total();
+  placement.rule = offload_rule(offload, options.llamacpp.n_gpu_layers);
+  result.placement = placement;
+  result.weights.bytes_per_rank = split.device;
+  Assumption weights_assumption = decision.weights_assumption;
+  weights_assumption.value = gib_text(split.device);
+  weights_assumption.why += "; the GPU's share at -ngl " + options.llamacpp.n_gpu_layers +
+                            " (the token embeddings stay in host memory: Placement)";
+  result.assumptions.push_back(weights_assumption);
+  if (placement.weights_host_bytes > 0 && (offload.device_layers < n_layer || !offload.kv_offload))
+    result.notes.push_back("host memory holds " + gib_text(placement.weights_host_bytes) + " of weights and " +
+                           gib_text(placement.kv_host_bytes) +
+                           " of KV; the CPU runs the layers kept there, so decode slows with every layer "
+                           "not offloaded");
 
-  // The engine's own log lines.
+  // The engine's own log lines: load_tensors' offload lines, then the context's.
+  result.engine_log = offload_log_lines(offload);
   result.engine_log.push_back("llama_context: n_ctx         = " + std::to_string(cache.n_ctx));
   if (!unified) result.engine_log.push_back("llama_context: n_ctx_seq     = " + std::to_string(slot_ctx));
   // The cache line (kLlamaCacheLine): the cells of one stream, n_seq_max / n_stream.
@@ -597,7 +643,7 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   const std::optional<std::uint64_t> total = total_memory(gpu, options);
   if (!total) return result;
 
-  // Capacity: weights (all layers offloaded, -ngl 99) + KV + compute buffer must fit.
+  // Capacity: the GPU's weights and KV (-ngl, llamacpp_offload.cpp) + compute buffer must fit.
   Capacity cap;
   cap.gpu_memory_bytes = *total;
   cap.requested_bytes = *total;
@@ -630,7 +676,8 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   cap.num_blocks = cache.base_cells;
   cap.kv_tokens = cache.base_cells;
   cap.max_model_len = slot_ctx;
-  cap.fits = cache.total() <= cap.available_kv_bytes;
+  // Only the GPU's share of the cache must fit there; the host's is listed in the placement.
+  cap.fits = device_cache.total() <= cap.available_kv_bytes;
   cap.max_concurrency = cap.fits ? static_cast<double>(n_par) : 0.0;
   // Each slot serves one request at a time (tools/server: n_parallel slots).
   cap.max_running = n_par;
@@ -639,7 +686,7 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   auto fits_ctx = [&](std::uint64_t ctx) {
     CacheParams q = p;
     q.n_ctx = ctx;
-    return size_cache(model, cells, q).total() <= cap.available_kv_bytes;
+    return size_cache(model, device_cells, q).total() <= cap.available_kv_bytes;
   };
   std::uint64_t lo = n_par, hi = std::max(n_ctx, n_ctx_train), best = 0;
   if (fits_ctx(lo)) {
@@ -657,9 +704,13 @@ PlanResult LlamaCppEngine::budget(const EngineDecision& decision, const ModelSpe
   cap.largest_max_model_len = unified ? best : best / n_par;
   if (!cap.fits) {
     result.warnings.push_back("--ctx-size " + std::to_string(n_ctx) + " does not fit: weights " +
-                              gib_text(result.weights.bytes_per_rank) + " + KV " + gib_text(cache.total()) +
+                              gib_text(result.weights.bytes_per_rank) + " + KV " + gib_text(device_cache.total()) +
                               " + compute " + gib_text(cap.overhead_bytes) + " > " + gib_text(*total) +
-                              "; largest --ctx-size that fits is " + std::to_string(best));
+                              "; largest --ctx-size that fits is " + std::to_string(best) +
+                              (options.llamacpp.n_gpu_layers == "auto"
+                                   ? " (-ngl auto: with --fit on, the default, llama.cpp lowers -ngl or n_ctx "
+                                     "until it fits: llama_params_fit)"
+                                   : ""));
   }
   result.capacity = cap;
   return result;

@@ -46,7 +46,7 @@ const Launcher& llamacpp_launcher() {
          {"layer", "none"}},
         refuse_rule("--no-kv-unified", "one KV buffer per slot (not modelled)"),
         refuse_rule("--kv-unified-per-slot", "changes the KV buffers per slot (not modelled)"),
-        refuse_rule("--no-kv-offload", "keeps the KV cache in host memory; kvsight plans it on the GPU"),
+        apply_rule("--no-kv-offload", F::no_kv_offload, G::text),
         refuse_rule("--override-tensor", host_weights),
         refuse_rule("--cpu-moe", host_weights),
         refuse_rule("--n-cpu-moe", host_weights),

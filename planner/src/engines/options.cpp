@@ -129,6 +129,7 @@ const std::vector<OptionFieldInfo>& option_fields() {
       {F::swa_full, "swa_full", {}, K::flag, "full-size cache for sliding-window layers", {}},
       {F::ubatch_size, "ubatch_size", {}, K::count, "n_ubatch (default 512)", {}},
       {F::kv_unified, "kv_unified", {}, K::flag, "one KV buffer shared by all slots", {}},
+      {F::no_kv_offload, "no_kv_offload", {}, K::flag, "keep the KV cache in host memory (llama.cpp -nkvo)", {}},
       {F::speculative_config,
        "speculative_config",
        {},
@@ -149,7 +150,8 @@ const std::vector<OptionFieldInfo>& option_fields() {
        "n_gpu_layers",
        {},
        K::text,
-       "layers kept on the GPU: auto, all, or a number (fewer than all is not planned yet)",
+       "layers on the GPU: auto, all, or a number N (llama.cpp counts the output layer as one: the rest "
+       "and their KV stay in host memory)",
        {}},
   };
   return fields;
@@ -355,6 +357,9 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
       return;
     case F::kv_unified:
       o.llamacpp.kv_unified = true;
+      return;
+    case F::no_kv_offload:
+      o.llamacpp.no_kv_offload = true;
       return;
     case F::speculative_config:
       o.vllm.speculative = parse_speculative_config(text);
