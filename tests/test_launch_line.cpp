@@ -182,6 +182,33 @@ TEST(LaunchLineSglang, ContextLengthGrammarAndCap) {
   EXPECT_EQ(j["launch"]["applied"][2]["field"], "mem_fraction_static");
 }
 
+// docs.sglang.ai server arguments, --max-total-tokens ("the maximum number of tokens in the
+// memory pool ... typically used for development and debugging"): an upper bound on the
+// profiled pool (kv_cache_configurator.py _apply_token_constraints, 0.5.23), read with
+// human_readable_int like --context-length.
+TEST(LaunchLineSglang, MaxTotalTokensBoundsThePool) {
+  const std::vector<std::string> line = {"python", "-m", "sglang.launch_server", "--model-path", "M",
+                                         "--context-length", "8192"};
+  const json free = plan_json({"--model", "llama-3.1-8b", "--gpu", "h200"}, line);
+  const std::uint64_t profiled = free["capacity"]["kv_tokens"].get<std::uint64_t>();
+  ASSERT_GT(profiled, 100000u);
+  std::vector<std::string> capped = line;
+  capped.insert(capped.end(), {"--max-total-tokens", "100k"});
+  const json j = plan_json({"--model", "llama-3.1-8b", "--gpu", "h200"}, capped);
+  EXPECT_EQ(j["launch"]["applied"][1]["field"], "max_total_tokens");
+  // 100k = 100,000 tokens (page size 1): 100,000 / 8,192 = 12.21 sequences of 8,192.
+  EXPECT_EQ(j["capacity"]["kv_tokens"].get<std::uint64_t>(), 100000u);
+  EXPECT_NEAR(j["capacity"]["max_concurrency"].get<double>(), 100000.0 / 8192.0, 1e-9);
+  // Above the profiled pool: SGLang keeps the profiled value and says so.
+  std::vector<std::string> above = line;
+  above.insert(above.end(), {"--max-total-tokens", std::to_string(profiled + 1)});
+  const json k = plan_json({"--model", "llama-3.1-8b", "--gpu", "h200"}, above);
+  EXPECT_EQ(k["capacity"]["kv_tokens"].get<std::uint64_t>(), profiled);
+  EXPECT_NE(k["warnings"].dump().find("is larger than the profiled value " + std::to_string(profiled)),
+            std::string::npos)
+      << k["warnings"].dump();
+}
+
 // ------------------------------------------------------------------------------ llama.cpp
 
 // github.com/ggml-org/llama.cpp tools/server/README.md Quick Start ("./llama-server -m

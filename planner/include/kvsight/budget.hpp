@@ -169,6 +169,7 @@ enum class OptionField {
   ubatch_size,
   kv_unified,
   no_kv_offload,
+  max_total_tokens,
   speculative_config,
   kv_transfer_config,
   n_gpu_layers,

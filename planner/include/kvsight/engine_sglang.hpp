@@ -13,6 +13,9 @@ struct SglangOptions {
   // --max-running-requests: requests running at once (issue #22 item 4; the field
   // max_num_seqs, set by store_option).
   std::optional<std::uint64_t> max_running_requests;
+  // --max-total-tokens: an upper bound on the pool's tokens; the profiled size when that is
+  // smaller (mem_cache/kv_cache_configurator.py _apply_token_constraints, 0.5.23).
+  std::optional<std::uint64_t> max_total_tokens;
 };
 
 }  // namespace kvsight

@@ -66,6 +66,12 @@ const std::vector<OptionFieldInfo>& option_fields() {
        K::count,
        "sequences running at once (default by engine, GPU and version)",
        {}},
+      {F::max_total_tokens,
+       "max_total_tokens",
+       {},
+       K::count,
+       "upper bound on the KV pool's tokens (SGLang; the profiled pool when smaller)",
+       {}},
       {F::kv_cache_memory_bytes,
        "kv_cache_memory_bytes",
        {},
@@ -207,6 +213,9 @@ void store_option(EngineOptions& o, OptionField field, std::uint64_t value) {
     case F::kv_cache_memory_bytes:
       o.vllm.kv_cache_memory_bytes = value;
       return;
+    case F::max_total_tokens:
+      o.sglang.max_total_tokens = value;
+      return;
     // Read by llama.cpp (n_ctx) and by ExLlama (the cache size in tokens): the value goes
     // to each engine's struct, and each engine reads its own.
     case F::ctx_size:
@@ -276,6 +285,7 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
       return;
     case F::max_num_batched_tokens:
     case F::max_num_seqs:
+    case F::max_total_tokens:
     case F::ubatch_size:
       store_option(o, field, count(1, kMaxLength));
       return;

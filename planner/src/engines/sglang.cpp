@@ -60,7 +60,8 @@ class SglangEngine final : public Engine {
             {OptionField::block_size, {"--page-size"}},
             {OptionField::max_model_len, {"--context-length"}},
             {OptionField::mem_fraction_static, {"--mem-fraction-static"}},
-            {OptionField::max_num_seqs, {"--max-running-requests"}}};
+            {OptionField::max_num_seqs, {"--max-running-requests"}},
+            {OptionField::max_total_tokens, {"--max-total-tokens"}}};
   }
   // server_args.py --kv-cache-dtype choices (the ones the dtype table models).
   std::vector<std::string> kv_cache_dtypes() const override {
@@ -243,7 +244,18 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
   }
   cap.available_kv_bytes = rest_kv > 0 ? static_cast<std::uint64_t>(rest_kv) : 0;
   std::uint64_t tokens = cell > 0 ? cap.available_kv_bytes / cell : 0;
+  // --max-total-tokens bounds the profiled (page-aligned) pool from above
+  // (mem_cache/kv_cache_configurator.py _apply_token_constraints, 0.5.23: min(token_capacity,
+  // max_total_tokens), a warning when it is the larger); config_from_budget then re-sizes the
+  // pool from the capped count, aligned to the page again.
   tokens = tokens / page * page;
+  if (options.sglang.max_total_tokens) {
+    if (*options.sglang.max_total_tokens > tokens)
+      result.warnings.push_back("max_total_tokens=" + std::to_string(*options.sglang.max_total_tokens) +
+                                " is larger than the profiled value " + std::to_string(tokens) +
+                                ". Use the profiled value instead.");
+    tokens = std::min(tokens, *options.sglang.max_total_tokens) / page * page;
+  }
   cap.kv_tokens = tokens;
   cap.num_blocks = tokens / page;
   cap.page_bytes = checked_mul(page, cell, "page bytes");

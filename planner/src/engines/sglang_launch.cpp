@@ -37,12 +37,12 @@ const Launcher& sglang_launcher() {
         apply_rule("--kv-cache-dtype", F::kv_cache_dtype, G::text),
         apply_rule("--page-size", F::block_size, G::python_int),
         apply_rule("--max-running-requests", F::max_num_seqs, G::python_int),
+        apply_rule("--max-total-tokens", F::max_total_tokens, G::sglang_int),
         // fields/model.py dtype: auto keeps 16-bit checkpoints 16-bit, as kvsight plans them.
         {"--dtype", FlagUse::apply, std::nullopt, G::text, "16-bit weights, as kvsight plans them",
          {"auto", "half", "float16", "bfloat16"}},
         note_rule("--dp-size", "each data-parallel rank is a replica of this plan"),
         refuse_rule("--quantization", "quantizes the weights at load: kvsight sizes the checkpoint's own weights"),
-        refuse_rule("--max-total-tokens", "sets the KV pool's size directly (not modelled)"),
         refuse_rule("--chunked-prefill-size", "changes the activation reserve kvsight estimates (not modelled)"),
         refuse_rule("--json-model-override-args", "overrides the model's config: give kvsight the overridden config.json"),
         refuse_rule("--attn-dp-size", "data-parallel attention splits KV and weights differently (not modelled)"),
