@@ -349,6 +349,38 @@ TEST(Fit, BadInputNamesTheFlag) {
   EXPECT_EQ(field_of(r), "--concurrency");
 }
 
+// Issue #25 class 6: a 100,000-layer model with every GPU, --max-gpus 64 and every block size
+// ran for minutes (49,280 candidates, each planned in time linear in the layers). The search
+// is sized before it starts: 22 GPU kinds x 280 (TP, PP) pairs (sum over TP = 1..64 of
+// floor(64 / TP)) x 1 KV type x 8 block sizes = 49,280 candidates x 100,000 layers, over the
+// bound of 10^8 layer plans (1,000 candidates for this model): exit 2 naming the flags. One GPU
+// kind up to 8 GPUs (20 pairs x 1 type x 1 block = 20 candidates) is searched.
+TEST(FitCli, ASearchTooLargeForTheModelIsRefusedBeforeItStarts) {
+  const std::string dir = test::temp_dir("fit-deep");
+  test::write_file(dir + "/config.json",
+                   R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+                       "intermediate_size": 512, "num_attention_heads": 4, "num_key_value_heads": 2,
+                       "num_hidden_layers": 100000, "vocab_size": 1000, "max_position_embeddings": 4096,
+                       "torch_dtype": "bfloat16"})");
+  auto run = test::run_kvsight({"fit", "--model", dir, "--concurrency", "4", "--context", "4096",
+                                "--block-sizes", "all", "--max-gpus", "64"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(run.out.empty());
+  std::uint64_t pairs = 0;
+  for (std::uint64_t tp = 1; tp <= 64; ++tp) pairs += 64 / tp;
+  EXPECT_EQ(pairs, 280u);
+  EXPECT_NE(run.err.find("--max-gpus: the search is 49,280 candidates (22 GPU kinds x 280 TP x PP pairs x 1 KV "
+                         "type x 8 block sizes) of a 100,000-layer model"),
+            std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("at most 1,000 candidates for this model: narrow it with --gpus"), std::string::npos)
+      << run.err;
+  run = test::run_kvsight({"fit", "--model", dir, "--concurrency", "4", "--context", "4096", "--gpus", "h200",
+                           "--max-gpus", "8", "--format", "json"});
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["candidates_planned"].get<std::uint64_t>(), 20u);
+}
+
 TEST(FitCli, JsonExitCodesAndRefusedFlags) {
   auto run = test::run_kvsight({"fit", "--model", "llama-3.1-8b", "--concurrency", "64", "--context", "32K",
                                 "--gpus", "h200,h100-sxm,l40s", "--kv-cache-dtypes", "auto,nvfp4", "--format",

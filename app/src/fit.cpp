@@ -189,6 +189,33 @@ std::string without_field(const InputError& e) {
 
 }  // namespace
 
+// Each candidate is planned in time linear in the model's layers (the decision's weights, KV
+// layout and kernel selection walk them: 120 ns per layer per candidate, measured on a
+// 100,000-layer config, docs/reliability.md). A search of candidates x layers past
+// kMaxLayerPlans (about 12 s there) is refused before it starts, naming the flags that narrow
+// it, rather than running for minutes: the 49,280 candidates of every GPU x 64 GPUs x every
+// block size on a 126-layer model (Llama 3.1 405B) are 6.2 x 10^6 layer plans, 16 times below.
+constexpr std::uint64_t kMaxLayerPlans = 100'000'000;
+
+void check_search_size(const FitRequest& request, const EngineReads& reads, const ModelSpec& model,
+                       std::size_t gpus, std::size_t dtypes, std::size_t blocks) {
+  std::uint64_t pairs = 0;  // (TP, PP) with TP x PP <= max_gpus, as the loops below walk them
+  const std::uint32_t max_tp = reads.tp ? request.max_gpus : 1;
+  for (std::uint32_t tp = 1; tp <= max_tp; ++tp) pairs += reads.pp ? request.max_gpus / tp : 1;
+  const std::uint64_t candidates = pairs * gpus * std::max<std::size_t>(dtypes, 1) * std::max<std::size_t>(blocks, 1);
+  const std::uint64_t layers = std::max<std::uint64_t>(model.num_layers(), 1);
+  if (candidates > kMaxLayerPlans / layers)
+    throw InputError("--max-gpus",
+                     "the search is " + commas_text(candidates) + " candidates (" + std::to_string(gpus) + " GPU kind" +
+                         (gpus == 1 ? "" : "s") + " x " + std::to_string(pairs) + " TP x PP pairs x " +
+                         std::to_string(dtypes) + " KV type" + (dtypes == 1 ? "" : "s") + " x " +
+                         std::to_string(blocks) + " block size" + (blocks == 1 ? "" : "s") + ") of a " +
+                         commas_text(layers) + "-layer model, over fit's bound of " + commas_text(kMaxLayerPlans) +
+                         " layer plans (about 12 s); allowed: at most " + commas_text(kMaxLayerPlans / layers) +
+                         " candidates for this model: narrow it with --gpus, a smaller --max-gpus, --block-sizes "
+                         "or --kv-cache-dtypes");
+}
+
 FitOutcome run_fit(const FitRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   if (request.concurrency == 0)
@@ -301,6 +328,7 @@ FitOutcome run_fit(const FitRequest& request) {
   }
 
   const std::uint32_t max_tp = reads.tp ? request.max_gpus : 1;
+  check_search_size(request, reads, model, gpus.size(), searched_dtypes.size(), searched_blocks.size());
   for (const std::string& gpu_id : gpus) {
     const GpuSpec& gpu = find_gpu(gpu_id);
     for (std::uint32_t tp = 1; tp <= max_tp; ++tp) {
