@@ -57,7 +57,7 @@ void run(PreflightArgs args, CliState& state) {
                            std::find(state.typed_flags.begin(), state.typed_flags.end(), "-m") !=
                                state.typed_flags.end();
   if (!args.launch.empty() && !model_typed) args.model.clear();
-  (void)apply_launch_line(state, args.launch, args.model, args.options);
+  const auto launch = apply_launch_line(state, args.launch, args.model, args.options);
   check_engine_spellings(state, args.options.engine);
   if (args.quick && args.full) throw InputError("--full", "give --quick or --full, not both");
   if (args.fail_on != "warn" && args.fail_on != "fail")
@@ -77,7 +77,10 @@ void run(PreflightArgs args, CliState& state) {
   state.exit_code = app::preflight_exit_code(outcome.verdict, args.fail_on);
   if (!args.plot_path.empty())
     add_artefact(state, args.plot_path, "--plot", render_svg(decode_plot(outcome)));
-  emit(state, render_figures(app::preflight_figures(outcome, state.exit_code), state.format()));
+  app::FigureDoc doc = app::preflight_figures(outcome, state.exit_code);
+  // The job's launch line, as plan and gates show it: what was applied, what ignored.
+  if (launch) doc.sections.push_back(app::launch_figures(*launch));
+  emit(state, render_figures(doc, state.format()));
 }
 
 }  // namespace

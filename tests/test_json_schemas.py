@@ -82,6 +82,16 @@ try:
         reports.append(report)
         with open(os.path.join(work, report["host"] + ".json"), "w") as f:
             json.dump(report, f)
+    # A launch line after -- (issue #22): its section is part of the report.
+    report = run(["preflight", "--quick", "--backend", "cpu", "--quiet", "--format", "json", "--model",
+                  "llama-3.1-8b", "--", "vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len",
+                  "8k", "--port", "8000"])
+    if report is not None:
+        expect_valid(preflight, report, "preflight (launch line)")
+        launch = report.get("launch", {})
+        if [u.get("flag") for u in launch.get("applied", [])] != ["--max-model-len"] or \
+                [u.get("flag") for u in launch.get("ignored", [])] != ["--port"]:
+            failures.append(f"preflight (launch line): launch section {launch}")
     for path in sorted(glob.glob(os.path.join(ROOT, "tests", "fixtures", "reports", "fleet", "*.json"))):
         with open(path) as f:
             expect_valid(preflight, json.load(f), os.path.relpath(path, ROOT))
