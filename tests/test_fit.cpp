@@ -241,7 +241,9 @@ TEST(Fit, KvTypesWithTheSameFootprintAreSearchedOnce) {
   const app::FitOutcome outcome = app::run_fit(request);
   std::vector<std::string> searched = searched_kv_types(outcome);
   std::sort(searched.begin(), searched.end());
-  EXPECT_EQ(searched, (std::vector<std::string>{"auto", "fp8", "fp8_per_token_head", "nvfp4"}));
+  // int8_per_token_head = fp8_per_token_head (1 B + 4 B scale per head); int4_per_token_head
+  // (0.5 B + 4 B) and nvfp4 (0.5 B + an fp8 scale per 16) differ.
+  EXPECT_EQ(searched, (std::vector<std::string>{"auto", "fp8", "fp8_per_token_head", "int4_per_token_head", "nvfp4"}));
   ASSERT_EQ(outcome.refused_options.size(), 1u);
   EXPECT_NE(outcome.refused_options[0].value.find("fp8_ds_mla"), std::string::npos);
   EXPECT_TRUE(outcome.lossy_kv_cache_dtypes.empty());
@@ -249,7 +251,7 @@ TEST(Fit, KvTypesWithTheSameFootprintAreSearchedOnce) {
 
 TEST(Fit, TheDefaultSearchKeepsTheModelsPrecision) {
   // No --kv-cache-dtypes: only the types that store >= 16 bits (auto = bf16 here, float16 /
-  // fp16 the same 2 B); the 8-bit (fp8*, int8_per_token_head) and 4-bit (nvfp4) caches are
+  // fp16 the same 2 B); the 8-bit (fp8*, int8_per_token_head) and 4-bit (int4_per_token_head, nvfp4) caches are
   // left out and named.
   app::FitRequest request = llama_request({});
   request.gpus = "h200";
@@ -260,7 +262,7 @@ TEST(Fit, TheDefaultSearchKeepsTheModelsPrecision) {
   std::vector<std::string> lossy = outcome.lossy_kv_cache_dtypes;
   std::sort(lossy.begin(), lossy.end());
   EXPECT_EQ(lossy, (std::vector<std::string>{"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_per_token_head",
-                                             "int8_per_token_head", "nvfp4"}));
+                                             "int4_per_token_head", "int8_per_token_head", "nvfp4"}));
 }
 
 TEST(Fit, BlockSizesTheEngineTakesAreSearchedWhenAsked) {

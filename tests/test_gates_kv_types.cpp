@@ -114,6 +114,24 @@ TEST(GatesKvTypes, Fp8OnH200SelectsFlashAttention) {
   EXPECT_EQ(e5m2.at("attention").at("selected"), "flashinfer");
 }
 
+// int4_per_token_head (issue #28): vLLM 0.28+ lists it in vllm/config/cache.py CacheDType and
+// only TRITON_ATTN takes it (triton_attn.py supported_kv_cache_dtypes, 0.33), so on H200 that
+// kernel is selected; 0.26 had no such type. Its page (triton_attn.py customize_spec): per head
+// and token (128 // 2 + 128 // 2) x 1 B + 2 fp32 scales = 136 B; Llama 3.1 8B: 32 layers x 8 KV
+// heads x 136 B = 34,816 B per token.
+TEST(GatesKvTypes, Int4PerTokenHeadGoesToTritonFrom028) {
+  const auto j =
+      gates_json({"--model", "llama-3.1-8b", "--gpu", "h200", "--kv-cache-dtype", "int4_per_token_head"}, 0);
+  EXPECT_EQ(j.at("attention").at("selected"), "triton_unified_attention");
+  const auto run = run_kvsight({"plan", "--model", "llama-3.1-8b", "--kv-cache-dtype", "int4_per_token_head",
+                                "--format", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["kv"]["bytes_per_token"].get<std::uint64_t>(), 32u * 8 * 136);
+  (void)gates_json({"--model", "llama-3.1-8b", "--gpu", "h200", "--kv-cache-dtype", "int4_per_token_head",
+                    "--engine-version", "0.26.0"},
+                   1);
+}
+
 // MLA, DeepSeek-V3 on H200 (sm_90): mla/flashmla.py (major 9 or 10) lists auto, float16,
 // bfloat16, fp8, fp8_e4m3 -> fp8 selects FLASHMLA. fp8_e5m2: neither FLASHMLA nor
 // mla/triton_mla.py lists it -> no modeled MLA backend, start-up refused.

@@ -98,6 +98,8 @@ TEST(KvDtype, RowBytesOfEveryFamily) {
   EXPECT_EQ(find_kv_dtype("nvfp4").row_bytes(128), 64u + 8u);
   // fp8 per-token-head: 128 + a 4 B fp32 scale.
   EXPECT_EQ(find_kv_dtype("fp8_per_token_head").row_bytes(128), 132u);
+  // int4 per-token-head (vLLM triton_attn.py customize_spec, 0.33): 128 // 2 + a 4 B scale.
+  EXPECT_EQ(find_kv_dtype("int4_per_token_head").row_bytes(128), 64u + 4u);
   // int4 group 32: 4 bits + 32/32 bits per element = 5 bits x 128 / 8 = 80.
   EXPECT_EQ(find_kv_dtype("int4_g32").row_bytes(128), 80u);
   EXPECT_EQ(find_kv_dtype("int2_g128").row_bytes(128), (2u * 128 + 32) / 8);

@@ -52,6 +52,10 @@ std::vector<KvDtype> make_table() {
   add({"fp8_per_token_head", "fp8, 1 B per element + fp32 scale per token-head for K and V", 8, 0, 0, 4, false});
   add({"int8", "int8, 1 B per element (per-tensor scales)", 8, 0, 0, 0, false});
   add({"int8_per_token_head", "int8, 1 B per element + fp32 scale per token-head for K and V", 8, 0, 0, 4, false});
+  // vLLM 0.28+ (TRITON_ATTN only): two int4 per byte + one fp32 scale per token-head for K and
+  // V; triton_attn.py customize_spec (0.33): content = (head_size // 2 + head_size_v // 2) x 1 B
+  // + 2 x 4 B per head per token.
+  add({"int4_per_token_head", "int4, 2 per byte + fp32 scale per token-head for K and V", 4, 0, 0, 4, false});
   // NVFP4: 4-bit elements + one fp8 scale per 16 elements (head_dim/2 + head_dim/16 B).
   add({"nvfp4", "NVFP4, 4 bits + fp8 scale per 16 elements", 4, 16, 8, 0, false});
   // llama.cpp ggml block types: 32 elements per block, fp16 scale (and min for _1 types).

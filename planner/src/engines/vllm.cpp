@@ -1028,6 +1028,7 @@ class VllmEngine final : public Engine {
             "fp8_ds_mla",
             "fp8_per_token_head",
             "int8_per_token_head",
+            "int4_per_token_head",
             "nvfp4"};
   }
   BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override;
