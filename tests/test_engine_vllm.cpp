@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "config_fixtures.hpp"
 #include "../planner/src/engines/vllm_stages.hpp"
 #include "engine_fixtures.hpp"
 #include "kvsight/budget.hpp"
@@ -431,6 +432,35 @@ TEST(VllmHybrid, Qwen36Tp2GroupsAndConcurrency) {
   const PlanResult r2 = make_engine("vllm")->plan(m, nullptr, o);
   EXPECT_EQ(r2.capacity->kv_tokens, static_cast<std::uint64_t>(100.0 / 45.0 * 32768.0));
   EXPECT_EQ(r2.capacity->kv_tokens, 72817u);
+}
+
+// Falcon-H1-0.5B (config_fixtures.hpp): 36 decoder layers, each attention (2 KV heads x 64 x 2 x
+// 2 B = 512 B per token) beside a Mamba-2 mixer; one group of each (KV cache groups note). Block
+// 800 (the state page padded to 800 x 512 B = 409,600 B per layer). At max_model_len 16,384 a
+// request holds ceil(16384 / 800) = 21 attention pages plus the Mamba group's state pages in
+// align mode (prefix caching, on by default for hybrids): 2 before 0.33, and from 0.33 a third,
+// the prefill checkpoint every Mamba-2 layer's spec keeps (mamba_mixer2.py get_kv_cache_spec:
+// num_prefill_checkpoint_blocks = 1; kv_cache_interface.py MambaSpec.max_memory_usage_bytes).
+// Without prefix caching one page. vLLM's own planner on 0.33 gives 24 (issue #28).
+TEST(VllmHybrid, Mamba2KeepsAPrefillCheckpointPageInAlignModeFrom033) {
+  const ModelSpec m = parse_hf_config(test::kFalconH1Config, "falcon-h1");
+  EngineOptions o;
+  o.max_model_len = 16384;
+  o.vllm.kv_cache_memory_bytes = 10'000'000'000ull;
+  // The state pages of a request: its pages less the attention pages ceil(16,384 / block).
+  const auto state_pages = [&](const std::string& version, bool prefix_off) {
+    EngineOptions v = o;
+    v.engine_version = version;
+    v.vllm.disable_prefix_caching = prefix_off;
+    const PlanResult r = make_engine("vllm")->plan(m, nullptr, v);
+    return r.kv.blocks_per_sequence - (16384 + r.kv.block_size - 1) / r.kv.block_size;
+  };
+  EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.block_size, 800u);
+  EXPECT_EQ(make_engine("vllm")->plan(m, nullptr, o).kv.blocks_per_sequence, 21u + 3u);
+  EXPECT_EQ(state_pages("0.33.0", false), 3u);
+  EXPECT_EQ(state_pages("0.34.0", false), 3u);  // mamba_mixer2.py unchanged in 0.34
+  EXPECT_EQ(state_pages("0.32.0", false), 2u);
+  EXPECT_EQ(state_pages("0.33.0", true), 1u);
 }
 
 TEST(VllmHybrid, PrefixCachingKeepsTwoStatePages) {

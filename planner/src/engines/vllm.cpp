@@ -129,6 +129,12 @@ VersionRules rules_for(const Version& v) {
   // platforms/cuda.py _get_backend_priorities (0.33): SM 9.x lists FLASH_ATTN_MLA first, whose
   // get_supported_kernel_block_sizes is MultipleOf(16) (v1/attention/backends/mla/flashattn_mla.py).
   r.mla_flash_attn = v.at_least(0, 33);
+  // model_executor/layers/mamba/mamba_mixer2.py get_kv_cache_spec (0.33 and 0.34): every Mamba-2
+  // layer's MambaSpec has num_prefill_checkpoint_blocks = 1 (the internal prefill checkpoints
+  // of PR #57329, after #52789), and MambaSpec.max_memory_usage_bytes in align mode is
+  // page x (2 + num_speculative_blocks + num_prefill_checkpoint_blocks). 0.32 and earlier were
+  // not read for it: the rule is kept from the first release read with it.
+  r.mamba2_checkpoint_page = v.at_least(0, 33);
   r.measured_overheads = v.at_least(0, 26);
   // config/cache.py (0.34.0): DEFAULT_BLOCK_SIZE = 64 (16 in 0.33.0).
   r.block_64_default = v.at_least(0, 34);
@@ -165,13 +171,21 @@ std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOpti
 
 // ---------------------------------------------------------------- 1. per-layer spec
 
+// The prefill-checkpoint pages of the model's Mamba layers (VersionRules::mamba2_checkpoint_page):
+// Mamba-2 mixers only; GDN adds one only with FlashInfer's GDN prefill (qwen_gdn_linear_attn.py
+// _exports_checkpoints, a device-dependent choice not modelled here), Mamba-1 and short conv none.
+std::uint32_t mamba2_checkpoint_blocks(const ModelSpec& model, const VersionRules& rules) {
+  return rules.mamba2_checkpoint_page && model.recurrent && model.recurrent->kind == RecurrentKind::mamba2 ? 1 : 0;
+}
+
 std::uint64_t indexer_k_bytes_per_token(const IndexerSpec& indexer) {
   // deepseek_v2.py Indexer: quant_block_size 128, head_dim + head_dim // 128 * 4 bytes.
   return std::uint64_t{indexer.head_dim} + std::uint64_t{indexer.head_dim} / 128 * 4;
 }
 
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
-                                              std::uint32_t attn_block, std::uint32_t speculative_blocks) {
+                                              std::uint32_t attn_block, std::uint32_t speculative_blocks,
+                                              std::uint32_t checkpoint_blocks) {
   std::vector<LayerCacheSpec> specs;
   const std::uint64_t state_page =
       has_recurrent(model) ? recurrent_state_bytes(*model.recurrent, tp).total() : 0;
@@ -206,6 +220,7 @@ std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTy
       // (mamba_page_size_padded) once the attention block is raised to cover it.
       s.page_bytes = attn_page_max > 0 ? std::max(state_page, attn_page_max) : state_page;
       s.speculative_blocks = speculative_blocks;
+      s.checkpoint_blocks = checkpoint_blocks;
     } else {
       s.bytes_per_token = layer_kv_bytes_per_token(l, types, tp);
       s.window = (s.kind == SpecKind::sliding || s.kind == SpecKind::chunked) ? l.window : 0;
@@ -633,9 +648,10 @@ std::uint64_t pages_per_request(const CacheSpec& s, std::uint64_t len, std::uint
     }
     case SpecKind::mamba:
       // MambaSpec.max_memory_usage_bytes: one state page per request; prefix caching "align"
-      // mode keeps 2 (formulas.md "Recurrent layers"); speculative decoding one more per
+      // mode keeps 2 (formulas.md "Recurrent layers") plus a Mamba-2 layer's prefill-checkpoint
+      // page (num_prefill_checkpoint_blocks, 0.33+); speculative decoding one more per
       // speculative token (num_speculative_blocks, v1/kv_cache_interface.py 0.33.0).
-      return (align_mode ? 2 : 1) + s.speculative_blocks;
+      return (align_mode ? 2 + s.checkpoint_blocks : 1) + s.speculative_blocks;
   }
   return 0;
 }
@@ -1189,14 +1205,22 @@ void describe_block_and_layout(const ModelSpec& model, const EngineOptions& opti
   const bool hybrid = has_recurrent(model) && model.attention_layer_count() > 0;
   if (hybrid) {
     if (!block_choice.derivation.empty()) result.notes.push_back(block_choice.derivation);
-    if (align_mode)
+    if (align_mode) {
+      // 2 state pages per Mamba layer, 3 where the spec keeps a prefill-checkpoint page (Mamba-2,
+      // 0.33+: VersionRules::mamba2_checkpoint_page).
+      std::uint64_t checkpoint = 0;
+      for (const Group& g : layout.groups)
+        if (g.spec.kind == SpecKind::mamba) checkpoint = std::max(checkpoint, g.spec.checkpoint_blocks);
+      const std::string pages = std::to_string(2 + checkpoint) + " state pages per request" +
+                                (checkpoint ? " (2 + a Mamba-2 prefill checkpoint, 0.33+)" : "");
       result.assumptions.push_back(
           {"prefix caching with Mamba",
-           options.vllm.enable_prefix_caching ? "align mode, 2 state pages per request"
-                                              : "on by default for hybrids (0.28+): align mode, 2 "
-                                                "state pages per request",
+           options.vllm.enable_prefix_caching ? "align mode, " + pages
+                                              : "on by default for hybrids (0.28+): align mode, " + pages,
            "mamba_cache_mode align; block = lcm(chunk_size, 16) multiple, chunk_size "
-           "from the config, 2048 when absent (config/model.py get_mamba_chunk_size)"});
+           "from the config, 2048 when absent (config/model.py get_mamba_chunk_size); MambaSpec."
+           "max_memory_usage_bytes = page x (2 + num_speculative_blocks + num_prefill_checkpoint_blocks)"});
+    }
   }
   if (layout.padding_layers > 0)
     result.warnings.push_back("vLLM adds " + std::to_string(layout.padding_layers) +
@@ -1278,7 +1302,8 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
   const bool align_mode = prefix_caching_align(model, options, rules);
   const Layout layout = group_kv_cache_specs(
       layer_cache_specs(model, types, options.tp, block,
-                        options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0),
+                        options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0,
+                        mamba2_checkpoint_blocks(model, rules)),
       model.num_layers());
   describe_block_and_layout(model, options, decision.block, align_mode, layout, result);
   const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);

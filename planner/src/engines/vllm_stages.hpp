@@ -49,6 +49,7 @@ struct VersionRules {
   bool measured_overheads = false;     // >= 0.26: overhead terms fitted to issue #13's logs
   bool block_64_default = false;       // >= 0.34: CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)
   bool extensible_kv_cache = false;    // >= 0.34: KV cache sized from memory measured after warmup
+  bool mamba2_checkpoint_page = false;  // >= 0.33: align mode keeps a prefill-checkpoint page per Mamba-2 layer
 };
 VersionRules rules_for(const Version& version);
 const std::vector<std::string>& vllm_versions();
@@ -87,6 +88,9 @@ struct CacheSpec {
   // Mamba: the extra state pages speculative decoding keeps per request (MambaSpec
   // num_speculative_blocks = num_speculative_tokens, v1/kv_cache_interface.py 0.33.0).
   std::uint64_t speculative_blocks = 0;
+  // Mamba: the prefill-checkpoint state pages align mode keeps (MambaSpec
+  // num_prefill_checkpoint_blocks: 1 for Mamba-2 layers, mamba_mixer2.py get_kv_cache_spec, 0.33).
+  std::uint64_t checkpoint_blocks = 0;
   bool operator==(const CacheSpec&) const = default;
 };
 
@@ -164,9 +168,11 @@ std::string_view spec_name(SpecKind kind);
 
 // 1. Every KV-holding layer's spec at block size `attn_block` (Mamba pages padded to the
 //    largest attention page). Throws InputError for a sliding/chunked layer without a window.
-// speculative_blocks: --speculative-config's num_speculative_tokens (extra Mamba pages).
+// speculative_blocks: --speculative-config's num_speculative_tokens (extra Mamba pages);
+// checkpoint_blocks: the prefill-checkpoint pages align mode keeps per Mamba layer.
 std::vector<LayerCacheSpec> layer_cache_specs(const ModelSpec& model, const KvTypes& types, std::uint32_t tp,
-                                              std::uint32_t attn_block, std::uint32_t speculative_blocks = 0);
+                                              std::uint32_t attn_block, std::uint32_t speculative_blocks = 0,
+                                              std::uint32_t checkpoint_blocks = 0);
 
 // 2. vLLM's KV cache groups over all layers (global, as vLLM merges every worker's specs).
 Layout group_kv_cache_specs(std::vector<LayerCacheSpec> specs, std::uint32_t num_layers);
