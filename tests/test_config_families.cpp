@@ -122,6 +122,33 @@ TEST(ConfigFamilies, KimiK2IsMla) {
   EXPECT_EQ(m.moe.num_experts, 384u);
 }
 
+// zai-org/GLM-4.7-Flash (Glm4MoeLiteForCausalLM; the config as vLLM's tests/config/test_glm4_moe_lite
+// writes it): MLA with no head_dim and hidden_size 2048 not a multiple of its 20 heads. The MLA head
+// dim is qk_nope + qk_rope (192 + 64 = 256), so hidden / heads is never needed (issue #28: kvsight
+// refused it); the cache is one latent of 512 + 64 per token per layer.
+const char* kGlm47Flash = R"({"architectures":["Glm4MoeLiteForCausalLM"],"model_type":"glm4_moe_lite",
+  "vocab_size":154880,"hidden_size":2048,"intermediate_size":10240,"moe_intermediate_size":1536,
+  "num_hidden_layers":47,"num_attention_heads":20,"num_key_value_heads":20,"max_position_embeddings":202752,
+  "q_lora_rank":768,"kv_lora_rank":512,"qk_nope_head_dim":192,"qk_rope_head_dim":64,"v_head_dim":256,
+  "n_routed_experts":64,"n_shared_experts":1,"num_experts_per_tok":4,"first_k_dense_replace":1,
+  "num_nextn_predict_layers":1,"torch_dtype":"bfloat16"})";
+
+TEST(ConfigFamilies, Glm47FlashIsMlaWithoutHeadDim) {
+  const ModelSpec m = parse_hf_config(kGlm47Flash, "glm-4.7-flash");
+  EXPECT_EQ(m.head_dim, 192u + 64u);
+  EXPECT_EQ(m.count(LayerKind::mla), 47u);
+  EXPECT_EQ(token_footprint(m, bf16(), 1).bytes_per_token, 47u * (512 + 64) * 2);
+  // Without MLA the same shape still needs head_dim (2048 / 20 is not whole): refused naming it.
+  std::string dense = kGlm47Flash;
+  dense.replace(dense.find("\"kv_lora_rank\":512,"), std::string("\"kv_lora_rank\":512,").size(), "");
+  try {
+    (void)parse_hf_config(dense, "glm-4.7-flash-without-mla");
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim"), std::string::npos) << e.what();
+  }
+}
+
 // mistralai/Mistral-Small-3.1-24B: Mistral3ForConditionalGeneration with the
 // decoder in text_config (head_dim 128 given, not 5120 / 32 = 160).
 const char* kMistral3 = R"({"architectures":["Mistral3ForConditionalGeneration"],"model_type":"mistral3",

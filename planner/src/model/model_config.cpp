@@ -596,9 +596,12 @@ void read_attention_shape(const ConfigReader& r, const families::Family& family,
                      std::to_string(kv) + " does not divide num_attention_heads " + std::to_string(heads) +
                          "; kv heads must divide the query heads (GQA groups)");
   spec.num_kv_heads = r.as_u32(kv, r.path("num_key_value_heads"));
+  // MLA: the head dim is qk_nope_head_dim + qk_rope_head_dim (read_mla), whatever hidden_size /
+  // heads is (GLM-4.7-Flash: 2048 / 20 heads; issue #28).
+  const bool mla = r.positive("kv_lora_rank").has_value();
   if (auto hd = r.positive("head_dim")) {
     spec.head_dim = r.as_u32(*hd, r.path("head_dim"));
-  } else if (!family.head_dim_optional) {
+  } else if (!family.head_dim_optional && !mla) {
     if (spec.hidden_size % heads != 0)
       throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
                                                " is not a multiple of num_attention_heads " +
@@ -607,7 +610,7 @@ void read_attention_shape(const ConfigReader& r, const families::Family& family,
   }
   if (spec.head_dim == 0 && spec.hidden_size % heads == 0)
     spec.head_dim = r.as_u32(spec.hidden_size / heads, r.path("head_dim"));
-  if (spec.head_dim == 0 && has_attention)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
+  if (spec.head_dim == 0 && has_attention && !mla)  // Nemotron-H: 0 B/token otherwise (fuzz finding)
     throw InputError(r.path("head_dim"), "absent, and hidden_size " + std::to_string(spec.hidden_size) +
                                              " is not a multiple of num_attention_heads " +
                                              std::to_string(heads) + "; give head_dim");
