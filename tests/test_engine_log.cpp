@@ -14,6 +14,7 @@
 #include "kvsight/engine_log.hpp"
 #include "kvsight/error.hpp"
 #include "log_fixtures.hpp"
+#include "test_support.hpp"
 
 namespace kvsight {
 namespace {
@@ -56,6 +57,27 @@ TEST(EngineLog, SglangPoolLine) {
   EXPECT_EQ(f.engine, "sglang");
   EXPECT_EQ(f.kv_tokens.value_or(0), 367404u);
   EXPECT_DOUBLE_EQ(f.kv_size_gib.value_or(0), 8.23 + 8.23);
+}
+
+// SGLang's pool line in its other forms (issue #28): an MLA pool prints one "KV size" (DeepSeek V3,
+// a published log of 2025-11-04: "[... DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, KV
+// size: 17.16 GB"), and newer releases (0.5.23's memory_pool.py _finalize_allocation_log) print the
+// pool's dtype first (a published log of 2026: "KV Cache is allocated. dtype: torch.bfloat16,
+// #tokens: 56320, K size: 5.40 GB, V size: 5.40 GB"; an MLA-style pool of 2026-08-17: "dtype:
+// torch.bfloat16, #tokens: 1933682, KV size: 12.45 GB").
+TEST(EngineLog, SglangPoolLineWithDtypeAndMlaKvSize) {
+  EngineLogFigures f =
+      read_engine_log("[2025-11-04 05:27:13 DP0 TP0 EP0] KV Cache is allocated. #tokens: 524288, KV size: 17.16 GB\n");
+  EXPECT_EQ(f.engine, "sglang");
+  EXPECT_EQ(f.kv_tokens.value_or(0), 524288u);
+  EXPECT_DOUBLE_EQ(f.kv_size_gib.value_or(0), 17.16);
+  f = read_engine_log("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 56320, K size: 5.40 GB, V size: 5.40 GB\n");
+  EXPECT_EQ(f.engine, "sglang");
+  EXPECT_EQ(f.kv_tokens.value_or(0), 56320u);
+  EXPECT_DOUBLE_EQ(f.kv_size_gib.value_or(0), 5.40 + 5.40);
+  f = read_engine_log("[2026-08-17 16:52:13] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1933682, KV size: 12.45 GB\n");
+  EXPECT_EQ(f.kv_tokens.value_or(0), 1933682u);
+  EXPECT_DOUBLE_EQ(f.kv_size_gib.value_or(0), 12.45);
 }
 
 TEST(EngineLog, CombinedLineOfNewerVllmAndNegativeMemory) {
@@ -164,6 +186,31 @@ TEST(EngineLogRoundTrip, SglangPoolLineGivesTokensAndBuffers) {
   // K and V buffers hold tokens + 1 page (page size 1): 32 layers x 8 heads x 128 x 2 B each.
   const double buffer_gib = gib_of((r.capacity->kv_tokens + 1) * 32 * 8 * 128 * 2);
   EXPECT_NEAR(f.kv_size_gib.value_or(-1), 2 * buffer_gib, 2 * kTwoPlaces);
+}
+
+// kvsight's own SGLang lines: 0.5.23 prints the dtype (torch.float8_e4m3fn for an fp8 cache), 0.5.2
+// does not; an MLA model (DeepSeek V3) one latent buffer as "KV size", never "V size: 0.00".
+TEST(EngineLogRoundTrip, SglangPrintsItsVersionsPoolLine) {
+  const auto pool_line = [](const std::string& model, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"plan", "--engine", "sglang", "--model", model, "--gpu", "h200", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto run = test::run_kvsight(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    const nlohmann::json plan = nlohmann::json::parse(run.out.empty() ? "{}" : run.out);
+    for (const auto& line : plan.value("engine_log", nlohmann::json::array()))
+      if (line.get<std::string>().rfind("KV Cache is allocated.", 0) == 0) return line.get<std::string>();
+    return std::string();
+  };
+  EXPECT_EQ(pool_line("llama-3.1-8b", {"--kv-cache-dtype", "fp8_e4m3"}).rfind("KV Cache is allocated. dtype: torch.float8_e4m3fn, #tokens: ", 0), 0u);
+  EXPECT_EQ(pool_line("llama-3.1-8b", {"--engine-version", "0.5.2"}).rfind("KV Cache is allocated. #tokens: ", 0), 0u);
+  const std::string mla = pool_line("deepseek-v3", {"--tp", "8"});
+  EXPECT_EQ(mla.rfind("KV Cache is allocated. dtype: torch.bfloat16, #tokens: ", 0), 0u) << mla;
+  EXPECT_NE(mla.find(", KV size: "), std::string::npos) << mla;
+  EXPECT_EQ(mla.find("V size: 0.00"), std::string::npos) << mla;
+  // Read back: the MLA pool's tokens and size.
+  const EngineLogFigures f = read_engine_log(mla + "\n");
+  EXPECT_EQ(f.engine, "sglang");
+  EXPECT_GT(f.kv_size_gib.value_or(0), 0.0);
 }
 
 TEST(EngineLogRoundTrip, TrtllmPoolLineGivesMemoryAndTokens) {

@@ -38,9 +38,11 @@ TEST(Sglang, TokenPoolOnAn80GiBDevice) {
   EXPECT_EQ(r.capacity->kv_tokens, 446976u);
   EXPECT_NEAR(r.capacity->max_concurrency, 446976.0 / 131072.0, 1e-12);
   EXPECT_TRUE(r.capacity->fits);
-  // K buffer: (446,976 + 1 page) x 32 layers x 8 x 128 x 2 B = 27.28 GiB.
+  // K buffer: (446,976 + 1 page) x 32 layers x 8 x 128 x 2 B = 27.28 GiB; 0.5.23 (the default
+  // version) prints the pool's torch dtype first (memory_pool.py _finalize_allocation_log).
   EXPECT_NE(
-      joined(r.engine_log).find("KV Cache is allocated. #tokens: 446976, K size: 27.28 GB, V size: 27.28 GB"),
+      joined(r.engine_log)
+          .find("KV Cache is allocated. dtype: torch.bfloat16, #tokens: 446976, K size: 27.28 GB, V size: 27.28 GB"),
       std::string::npos)
       << joined(r.engine_log);
 }

@@ -81,18 +81,42 @@ class SglangEngine final : public Engine {
   std::unique_ptr<EngineLogReader> log_reader() const override;
 };
 
-// The pool line of srt/mem_cache/memory_pool.py, which budget() prints and explain reads back
-// (log_line.hpp): the K and V buffers' sizes in "GB" of 2^30 bytes.
+// The pool line of srt/mem_cache/memory_pool.py (KVCache._finalize_allocation_log), which
+// budget() prints and explain reads back (log_line.hpp): the K and V buffers' sizes in "GB" of
+// 2^30 bytes; an MLA pool (one latent buffer: get_kv_size_bytes returns one number) prints
+// "KV size". 0.5.23 prints the pool's torch dtype after "allocated." (read in its source; 0.5.2's
+// has none; the release between that added it was not read).
 const LogLine kSglangPoolLine{
+    "KV Cache is allocated. dtype: {T:dtype}, #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB",
     "KV Cache is allocated. #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB"};
+const LogLine kSglangPoolLineNoDtype{
+    "KV Cache is allocated. #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB"};
+const LogLine kSglangMlaPoolLine{"KV Cache is allocated. dtype: {T:dtype}, #tokens: {N:tokens}, KV size: {X:kv_gib} GB",
+                                 "KV Cache is allocated. #tokens: {N:tokens}, KV size: {X:kv_gib} GB"};
+const LogLine kSglangMlaPoolLineNoDtype{"KV Cache is allocated. #tokens: {N:tokens}, KV size: {X:kv_gib} GB"};
+
+// The torch dtype SGLang's pool prints for the KV cache type.
+std::string torch_dtype_name(const KvDtype& type) {
+  if (type.name == "bf16") return "torch.bfloat16";
+  if (type.name == "fp16") return "torch.float16";
+  if (type.name == "fp32") return "torch.float32";
+  if (type.name == "fp8_e4m3") return "torch.float8_e4m3fn";
+  if (type.name == "fp8_e5m2") return "torch.float8_e5m2";
+  return type.name;
+}
 
 class SglangLogReader final : public EngineLogReader {
  public:
   LogLineRead read(std::string_view line, EngineLogFigures& f) override {
-    const bool read = kSglangPoolLine.read(line, [&](const LogMatch& m) {
+    bool read = kSglangPoolLine.read(line, [&](const LogMatch& m) {
       f.kv_tokens = m.count("tokens");
       f.kv_size_gib = m.number("k_gib") + m.number("v_gib");
     });
+    if (!read)
+      read = kSglangMlaPoolLine.read(line, [&](const LogMatch& m) {
+        f.kv_tokens = m.count("tokens");
+        f.kv_size_gib = m.number("kv_gib");
+      });
     return read ? LogLineRead::figures : LogLineRead::other;
   }
 };
@@ -296,8 +320,15 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
         v_bytes += heads * types.v.row_bytes(l.head_dim_v) * (tokens + page);
       }
     }
-    result.engine_log.push_back(kSglangPoolLine.print(
-        {std::to_string(tokens), fixed_text(to_gib(k_bytes), 2), fixed_text(to_gib(v_bytes), 2)}));
+    const bool dtype_printed = sglang_version.at_least(0, 5, 23);
+    const std::string dtype = torch_dtype_name(types.k);
+    const std::string n = std::to_string(tokens), k = fixed_text(to_gib(k_bytes), 2),
+                      v = fixed_text(to_gib(v_bytes), 2);
+    const bool mla = model.count(LayerKind::mla) > 0;  // MLATokenToKVPool: one latent buffer
+    result.engine_log.push_back(mla ? (dtype_printed ? kSglangMlaPoolLine.print({dtype, n, k})
+                                                     : kSglangMlaPoolLineNoDtype.print({n, k}))
+                                    : (dtype_printed ? kSglangPoolLine.print({dtype, n, k, v})
+                                                     : kSglangPoolLineNoDtype.print({n, k, v})));
     result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
                                 ", context_len=" + std::to_string(context_len));
   }
