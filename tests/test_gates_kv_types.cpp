@@ -132,6 +132,21 @@ TEST(GatesKvTypes, Int4PerTokenHeadGoesToTritonFrom028) {
                    1);
 }
 
+// SGLang with an MLA model (issue #28): get_default_attn_backend (arg_groups/model_override_base.py,
+// 0.5.23) picks fa3 on Hopper, flashinfer on SM100 and triton elsewhere. Before, no SGLang rule
+// took MLA layers and DeepSeek V3 on an H200 was "refused" (exit 1).
+TEST(GatesKvTypes, SglangMlaBackendsByDevice) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"h200", "sglang_fa3_mla"}, {"b200", "sglang_flashinfer_mla"}, {"a100-80gb", "sglang_triton_mla"},
+      {"mi300x", "sglang_triton_mla"}};
+  for (const auto& [gpu, kernel] : cases) {
+    const auto j = gates_json({"--engine", "sglang", "--model", "deepseek-v3", "--gpu", gpu, "--tp", "8"}, 0);
+    EXPECT_EQ(j.at("attention").at("selected"), kernel) << gpu;
+  }
+  const auto run = run_kvsight({"plan", "--engine", "sglang", "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8"});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+}
+
 // MLA, DeepSeek-V3 on H200 (sm_90): mla/flashmla.py (major 9 or 10) lists auto, float16,
 // bfloat16, fp8, fp8_e4m3 -> fp8 selects FLASHMLA. fp8_e5m2: neither FLASHMLA nor
 // mla/triton_mla.py lists it -> no modeled MLA backend, start-up refused.

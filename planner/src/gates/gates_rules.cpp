@@ -500,6 +500,50 @@ std::vector<KernelRule> build_rules() {
                    {},
                    "python/sglang/srt/layers/attention/triton_ops/decode_attention.py (2025-2026)"});
 
+  // ---------------------------------------------------------------- SGLang, MLA
+  // get_default_attn_backend for MLA models (arg_groups/model_override_base.py, 0.5.23): fa3 on
+  // Hopper (CUDA >= 12.3), flashinfer on SM100, triton elsewhere; on HIP aiter when the model has
+  // 16 or 128 KV heads per TP rank, else triton (kvsight has no gate field for the config's KV
+  // heads per rank, so HIP is planned with triton). Before these rules no SGLang kernel took MLA
+  // layers and DeepSeek V3 on an H200 was reported as refused (issue #28).
+  rules.push_back({"sglang",
+                   "sglang_fa3_mla",
+                   "SGLang fa3 backend (MLA)",
+                   "fa3",
+                   kCuda,
+                   0,
+                   UINT64_MAX,
+                   true,
+                   SplitMode::always,
+                   {{Field::compute_capability, Test::in_range, {90, 99}, {}, ""},
+                    kv_types({{{"auto", "bf16", "bfloat16", "fp8_e4m3"}, 0, kAnyCc, 0, UINT64_MAX, ""}})},
+                   "python/sglang/srt/arg_groups/model_override_base.py get_default_attn_backend (MLA: fa3 "
+                   "on Hopper), layers/attention/flashattention_backend.py (0.5.23)"});
+  rules.push_back({"sglang",
+                   "sglang_flashinfer_mla",
+                   "SGLang flashinfer backend (MLA)",
+                   "flashinfer",
+                   kCuda,
+                   0,
+                   UINT64_MAX,
+                   true,
+                   SplitMode::always,
+                   {{Field::compute_capability, Test::in_range, {100, 109}, {}, ""}},
+                   "python/sglang/srt/arg_groups/model_override_base.py get_default_attn_backend (MLA: "
+                   "flashinfer on SM100), layers/attention/flashinfer_mla_backend.py (0.5.23)"});
+  rules.push_back({"sglang",
+                   "sglang_triton_mla",
+                   "SGLang triton backend (MLA decode, num_kv_splits)",
+                   "triton",
+                   kAll,
+                   0,
+                   UINT64_MAX,
+                   true,
+                   SplitMode::always,
+                   {},
+                   "python/sglang/srt/arg_groups/model_override_base.py get_default_attn_backend (MLA: "
+                   "triton elsewhere), layers/attention/triton_backend.py (0.5.23)"});
+
   // ---------------------------------------------------------------- TensorRT-LLM
 
   // TensorRT-LLM KV cache types (kvsight: auto, fp8, int8, nvfp4): the docs' hardware
