@@ -131,6 +131,24 @@ TEST(PreflightFixes, FreeMemoryBelowVllmsRequest) {
   EXPECT_NEAR(free->figures["bytes_to_free"].get<double>(), 30647863214.0, 1.0);
 }
 
+// vLLM 0.34's extensible KV cache (its default on CUDA) skips that check: "the budget is only a
+// cap; exceeding free memory over-reserves address space rather than pages" (worker/utils.py
+// request_memory, 0.34.0). The same node under 0.34 is no free_memory_below_requested FAIL; with
+// --kv-cache-memory-bytes (which turns the extensible cache off) it is again.
+TEST(PreflightFixes, Vllm034ExtensibleCacheSkipsTheFreeMemoryCheck) {
+  EngineOptions v034;
+  v034.engine_version = "0.34.0";
+  const PreflightOutcome o =
+      plan_only("llama-3.1-8b", survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, 100 * kGiB)}), v034);
+  for (const PreflightReason& r : o.reasons) EXPECT_NE(r.code, "free_memory_below_requested") << r.message;
+  EXPECT_FALSE(o.facts.engine_requested_bytes.has_value());
+  EngineOptions fixed = v034;
+  fixed.vllm.kv_cache_memory_bytes = 20 * kGiB;
+  const PreflightOutcome p =
+      plan_only("llama-3.1-8b", survey_of({gpu(0, "NVIDIA H200", "sm_90", kH200Total, 100 * kGiB)}), fixed);
+  EXPECT_TRUE(p.facts.engine_requested_bytes.has_value());
+}
+
 TEST(PreflightFixes, MemoryHeldByOthersNamesTheProcesses) {
   probes::DeviceRecord d = gpu(0, "NVIDIA H200", "sm_90", kH200Total, kH200Total - 2 * kGiB);
   d.processes.push_back({4242, "python", 2 * kGiB});

@@ -288,7 +288,7 @@ PreflightOutcome run_preflight(const PreflightRequest& request) {
   if (out.catalog)
     facts.catalog_total =
         capacity_on(*setup.engine, decision, model, *out.catalog, out.catalog->memory_bytes, options);
-  if (setup.engine->needs_free_memory_for_budget() && device.memory_total_bytes > 0) {
+  if (setup.engine->needs_free_memory_for_budget(options, &spec) && device.memory_total_bytes > 0) {
     const CapacityFacts total =
         capacity_on(*setup.engine, decision, model, spec, device.memory_total_bytes, options);
     facts.engine_requested_bytes = total.capacity.requested_bytes;

@@ -186,7 +186,7 @@ class FixPlanner {
     if (!field) return std::nullopt;
     GpuSpec device = in_.device;
     double ceiling = 0.99;
-    if (engine_.needs_free_memory_for_budget() && in_.device_total_bytes > 0) {
+    if (engine_.needs_free_memory_for_budget(in_.options, &in_.device) && in_.device_total_bytes > 0) {
       device.memory_bytes = in_.device_total_bytes;
       ceiling = std::min(ceiling, std::floor(static_cast<double>(in_.free_bytes) /
                                              static_cast<double>(in_.device_total_bytes) * 100.0) /
@@ -221,7 +221,7 @@ class FixPlanner {
   // at which it fits, less what is free now. Not for an engine that budgets from the total
   // (vLLM): there the fraction is the lever, and free_memory_below_requested says the rest.
   std::optional<PreflightFix> free_memory_fix() const {
-    if (facts_.survey.no_gpu || engine_.needs_free_memory_for_budget()) return std::nullopt;
+    if (facts_.survey.no_gpu || engine_.needs_free_memory_for_budget(in_.options, &in_.device)) return std::nullopt;
     const std::uint64_t free = in_.free_bytes, total = in_.device_total_bytes;
     if (total <= free) return std::nullopt;
     GpuSpec device = in_.device;

@@ -263,8 +263,9 @@ class Engine {
   // else the model's derived maximum. Throws InputError for a length the engine refuses.
   virtual LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const;
   // Whether the engine refuses to start when the memory free now is below its budget of the
-  // device's total (vLLM: worker/utils.py request_memory, formulas.md step 1).
-  virtual bool needs_free_memory_for_budget() const { return false; }
+  // device's total (vLLM: worker/utils.py request_memory, formulas.md step 1), for these options
+  // on this device (vLLM 0.34 skips the check with its extensible KV cache).
+  virtual bool needs_free_memory_for_budget(const EngineOptions&, const GpuSpec*) const { return false; }
   // Whether the weights are sharded over TP x PP ranks (false: llama.cpp and ExLlama plan
   // the whole model, split by layer across devices).
   virtual bool shards_weights() const { return true; }

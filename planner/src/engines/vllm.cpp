@@ -1054,7 +1054,12 @@ class VllmEngine final : public Engine {
   bool padded_kv_layout(const ModelSpec& model) const override { return model.is_hybrid(); }
   // vLLM refuses to start when less than requested = total x gpu_memory_utilization is free
   // (worker/utils.py request_memory; formulas.md step 1).
-  bool needs_free_memory_for_budget() const override { return true; }
+  // 0.34: not with the extensible KV cache, its default ("With the extensible KV cache the budget
+  // is only a cap; exceeding free memory over-reserves address space rather than pages",
+  // worker/utils.py request_memory, 0.34.0).
+  bool needs_free_memory_for_budget(const EngineOptions& options, const GpuSpec* gpu) const override {
+    return !extensible_kv_cache(rules_for(version(options)), options, gpu);
+  }
   std::unique_ptr<EngineLogReader> log_reader() const override { return std::make_unique<VllmLogReader>(); }
   void order_kernels(const GateInput& input, std::vector<KernelVerdict>& verdicts) const override;
   std::vector<std::string> gate_notes(const GpuSpec& gpu, const EngineOptions& options) const override;
