@@ -336,8 +336,10 @@ LogLine::LogLine(std::initializer_list<std::string_view> forms) {
         throw std::logic_error("log line field '" + name + "' is not in every form");
 }
 
-std::string LogLine::print(std::initializer_list<std::string_view> values) const {
-  const LogForm& form = forms_.front();
+std::string LogLine::print_form(std::size_t index, std::initializer_list<std::string_view> values) const {
+  if (index >= forms_.size())
+    throw std::logic_error("log line \"" + forms_.front().leading_text + "...\" has no form " + std::to_string(index));
+  const LogForm& form = forms_[index];
   if (values.size() != form.field_names.size())
     throw std::logic_error("log line \"" + form.leading_text + "...\" takes " +
                            std::to_string(form.field_names.size()) + " values, given " +

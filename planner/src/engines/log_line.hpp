@@ -102,7 +102,10 @@ class LogLine {
 
   // The line, the first form written with `values` (one per field). Throws std::logic_error for
   // a count of values other than the fields'.
-  std::string print(std::initializer_list<std::string_view> values) const;
+  std::string print(std::initializer_list<std::string_view> values) const { return print_form(0, values); }
+  // The same with form `index` (0 = the first), for a release that prints an older form. Throws
+  // std::logic_error for an index past the forms.
+  std::string print_form(std::size_t index, std::initializer_list<std::string_view> values) const;
   // The fields of the line's leftmost match, if the line holds one.
   std::optional<LogMatch> read(std::string_view line) const;
   // take(match) when the line holds one; whether it did.

@@ -84,16 +84,13 @@ class SglangEngine final : public Engine {
 // The pool line of srt/mem_cache/memory_pool.py (KVCache._finalize_allocation_log), which
 // budget() prints and explain reads back (log_line.hpp): the K and V buffers' sizes in "GB" of
 // 2^30 bytes; an MLA pool (one latent buffer: get_kv_size_bytes returns one number) prints
-// "KV size". 0.5.23 prints the pool's torch dtype after "allocated." (read in its source; 0.5.2's
-// has none; the release between that added it was not read).
+// "KV size". 0.5.23 prints the pool's torch dtype after "allocated." (the first form; read in its
+// source); 0.5.2's has none (the second; the release between that added it was not read).
 const LogLine kSglangPoolLine{
     "KV Cache is allocated. dtype: {T:dtype}, #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB",
     "KV Cache is allocated. #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB"};
-const LogLine kSglangPoolLineNoDtype{
-    "KV Cache is allocated. #tokens: {N:tokens}, K size: {X:k_gib} GB, V size: {X:v_gib} GB"};
 const LogLine kSglangMlaPoolLine{"KV Cache is allocated. dtype: {T:dtype}, #tokens: {N:tokens}, KV size: {X:kv_gib} GB",
                                  "KV Cache is allocated. #tokens: {N:tokens}, KV size: {X:kv_gib} GB"};
-const LogLine kSglangMlaPoolLineNoDtype{"KV Cache is allocated. #tokens: {N:tokens}, KV size: {X:kv_gib} GB"};
 
 // The torch dtype SGLang's pool prints for the KV cache type.
 std::string torch_dtype_name(const KvDtype& type) {
@@ -326,9 +323,9 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
                       v = fixed_text(to_gib(v_bytes), 2);
     const bool mla = model.count(LayerKind::mla) > 0;  // MLATokenToKVPool: one latent buffer
     result.engine_log.push_back(mla ? (dtype_printed ? kSglangMlaPoolLine.print({dtype, n, k})
-                                                     : kSglangMlaPoolLineNoDtype.print({n, k}))
+                                                     : kSglangMlaPoolLine.print_form(1, {n, k}))
                                     : (dtype_printed ? kSglangPoolLine.print({dtype, n, k, v})
-                                                     : kSglangPoolLineNoDtype.print({n, k, v})));
+                                                     : kSglangPoolLine.print_form(1, {n, k, v})));
     result.engine_log.push_back("max_total_num_tokens=" + std::to_string(tokens) +
                                 ", context_len=" + std::to_string(context_len));
   }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -535,15 +536,11 @@ void add_tensor_layers(const GgufFile& file, GgufTensorLayers& layers, bool& has
     if (base == "blk") {
       // "blk.N.": N in decimal, below kMaxLayers (block_count's own bound); anything else is
       // kept with the output layer rather than sizing a vector from a hostile index.
-      const std::string_view rest = name.substr(4);
+      const std::string_view rest = name.substr(std::min<std::size_t>(4, name.size()));
       const std::string_view digits = rest.substr(0, rest.find('.'));
       std::uint64_t index = 0;
-      bool ok = !digits.empty() && digits.size() <= 6;
-      for (char ch : digits) {
-        ok = ok && ch >= '0' && ch <= '9';
-        if (ok) index = index * 10 + static_cast<std::uint64_t>(ch - '0');
-      }
-      if (ok && index < kMaxLayers) {
+      const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+      if (error == std::errc() && end == digits.data() + digits.size() && !digits.empty() && index < kMaxLayers) {
         if (layers.blocks.size() <= index) layers.blocks.resize(index + 1, 0);
         layers.blocks[index] = checked_add(layers.blocks[index], t.bytes, "GGUF block bytes");
         continue;
