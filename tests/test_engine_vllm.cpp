@@ -586,14 +586,27 @@ TEST(VllmBudget, ProfiledBudgetOnAnH100) {
   EXPECT_EQ(r.capacity->num_blocks, available / (2 * kMiB));
   EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: "), std::string::npos);
 
-  // 0.23: util 0.92 and a 0.4 GiB CUDA-graph estimate; --enforce-eager drops it.
+  // 0.23: util 0.92; Llama-3.1 runs on the V2 model runner (config/vllm.py 0.23), whose dummy
+  // sampler holds 6 B per logit (1024 x 128,256 x 6 = 787,980,288 B, below the forward's
+  // 973,078,528 B) and which subtracts no CUDA-graph estimate before 0.29.
   o.engine_version = "0.23.1";
   const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
   const double requested2 = std::ceil(static_cast<double>(gpu.memory_bytes) * 0.92);
   EXPECT_EQ(r2.capacity->requested_bytes, static_cast<std::uint64_t>(requested2));
-  EXPECT_EQ(r2.capacity->overhead_bytes, act + nt + static_cast<std::uint64_t>(0.4 * kGiBd));
+  const double forward = 8192.0 * (3 * 14336 + 4 * 4096) * 2;
+  const auto act2 = static_cast<std::uint64_t>(forward + 0.15 * kGiBd);
+  EXPECT_EQ(r2.capacity->overhead_bytes, act2 + nt);
+  // 0.21 runs V1: the Triton sampler's 14 B per logit (1,838,678,016 B, above the forward; the
+  // test GPU has no SM count, so no per-program buffer) and the graph estimate's floor:
+  // 512 tokens of forward activations (973,078,528 / 8192 x 512) + (51 - 1 + 51 - 1) x 1 MiB.
+  o.engine_version = "0.21.0";
+  const auto act3 = static_cast<std::uint64_t>(1024.0 * 128256 * 14 + 0.15 * kGiBd);
+  const auto graphs3 = static_cast<std::uint64_t>(forward / 8192 * 512 + 100.0 * kMiB);
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes, act3 + nt + graphs3);
+  // --enforce-eager drops the graph term.
   o.vllm.enforce_eager = true;
-  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes, act + nt);
+  EXPECT_EQ(make_engine("vllm")->plan(llama31_8b(), &gpu, o).capacity->overhead_bytes, act3 + nt);
+  o.engine_version = "0.23.1";
   // Each term can be overridden.
   o.overheads.activation_gib = 1.0;
   o.overheads.non_torch_gib = 0.5;
@@ -753,10 +766,13 @@ TEST(VllmVersions, MlaOnHopperIn033UsesFlashAttnMlaBlocks) {
   EXPECT_EQ(vllm_block_size(m, o), 64u);
 }
 
-TEST(VllmVersions, OverheadsFittedToRecentLogs) {
-  // Llama-3.1-8B on an H100 (79.19 GiB), 0.33: T 8192, S 1024.
-  // forward 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B; sampler 1024 x 128,256 x 4 B
-  // = 525,336,576 B (smaller); act = forward + 0.15 GiB; non-torch 0.1 GiB at TP 1; graphs 0.
+TEST(VllmVersions, OverheadsOf033ReadFromTheSource) {
+  // Llama-3.1-8B on an H100 (79.19 GiB), 0.33: T 8192, S 1024, the V2 model runner
+  // (vllm_overheads.hpp; the test GPU has no SM count: FlashInfer assumed, no Triton buffer).
+  // forward 8192 x (3 x 14336 + 4 x 4096) x 2 = 973,078,528 B; the sampler's warm-up pass
+  // 1024 x 128,256 x 14 B = 1,838,678,016 B (larger); act = sampler + 0.15 GiB; non-torch 0.1 GiB
+  // at TP 1; graphs = 512 tokens of forward + 100 graphs x 1 MiB; penalties state
+  // 1024 x 128,256 x 4 + 1024 x 4,008 x 4 B.
   GpuSpec gpu;
   gpu.id = "h100-test";
   gpu.name = "NVIDIA H100 80GB HBM3";
@@ -767,21 +783,27 @@ TEST(VllmVersions, OverheadsFittedToRecentLogs) {
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
   const double forward = 8192.0 * (3 * 14336 + 4 * 4096) * 2;
   ASSERT_EQ(forward, 973078528.0);
-  const auto act = static_cast<std::uint64_t>(forward + 0.15 * kGiBd);
+  const double sampler = 1024.0 * 128256 * 14;
+  ASSERT_EQ(sampler, 1838678016.0);
+  const auto act = static_cast<std::uint64_t>(sampler + 0.15 * kGiBd);
   const auto nt = static_cast<std::uint64_t>(0.1 * kGiBd);
-  EXPECT_EQ(r.capacity->overhead_bytes, act + nt);
-  // TP 2: non-torch 0.55 GiB and 0.1 GiB of graphs; forward halves the MLP term:
-  // 8192 x (3 x 14336 / 2 + 4 x 4096) x 2 = 620,756,992 B; sampler 525,336,576 B is still smaller.
+  const auto graphs = static_cast<std::uint64_t>(forward / 8192 * 512 + 100.0 * kMiB);
+  const std::uint64_t penalties = 1024ull * 128256 * 4 + 1024ull * 4008 * 4;
+  EXPECT_EQ(r.capacity->overhead_bytes, act + nt + graphs + penalties);
+  // TP 2: the forward's MLP term halves (8192 x (3 x 14336 / 2 + 4 x 4096) x 2 = 620,756,992 B);
+  // each rank samples the whole vocabulary, so the sampler is unchanged; non-torch 0.55 GiB.
   o.tp = 2;
   const PlanResult r2 = make_engine("vllm")->plan(llama31_8b(), &gpu, o);
   const double forward2 = 8192.0 * (3 * 14336 / 2 + 4 * 4096) * 2;
-  EXPECT_EQ(r2.capacity->overhead_bytes, static_cast<std::uint64_t>(forward2 + 0.15 * kGiBd) +
-                                             static_cast<std::uint64_t>(0.55 * kGiBd) +
-                                             static_cast<std::uint64_t>(0.1 * kGiBd));
+  EXPECT_EQ(r2.capacity->overhead_bytes, act + static_cast<std::uint64_t>(0.55 * kGiBd) +
+                                             static_cast<std::uint64_t>(forward2 / 8192 * 512 + 100.0 * kMiB) +
+                                             penalties);
 }
 
 TEST(VllmVersions, NegativeAvailableMemoryIsPrintedSigned) {
-  // 24 GiB x 0.92 = 22.08 GiB requested; weights 24 + overheads 1.5 = 25.5 GiB -> -3.42 GiB.
+  // 24 GiB x 0.92 = 22.08 GiB requested; weights 24 + overheads 1.5 = 25.5 GiB, plus the V2
+  // penalties state of 0.33 (S 256 below 70 GiB: 256 x 128,256 x 4 + 256 x 4,008 x 4 B =
+  // 0.126 GiB), which no override covers -> -3.55 GiB.
   EngineOptions o;
   o.gpu_memory_bytes = 24ull * 1024 * kMiB;
   o.overheads.weights_gib = 24.0;
@@ -790,7 +812,7 @@ TEST(VllmVersions, NegativeAvailableMemoryIsPrintedSigned) {
   o.overheads.cuda_graph_gib = 0.0;
   const PlanResult r = make_engine("vllm")->plan(llama31_8b(), nullptr, o);
   EXPECT_EQ(r.capacity->available_kv_bytes, 0u);
-  EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: -3.42 GiB"), std::string::npos)
+  EXPECT_NE(joined(r.engine_log).find("Available KV cache memory: -3.55 GiB"), std::string::npos)
       << joined(r.engine_log);
 }
 

@@ -98,55 +98,74 @@ TEST(Vllm034, Llama8bOnH200ExtensibleBudget) {
   const std::uint64_t weights = 8030261248ull * 2;
   ASSERT_EQ(r.weights.bytes_per_rank, weights);
   // Scheduler: >= 70 GiB and not an A100, API server: T 8192, S 1024.
-  // Activation peak = max(forward 8192 x (3 x 14,336 + 4 x 4,096) x 2 B = 973,078,528,
-  //                       sampler 1,024 x 128,256 x 4 B = 525,336,576) + 0.15 GiB
-  //                 = 973,078,528 + 161,061,273.6 -> 1,134,139,801 B
-  const std::uint64_t act = 973078528ull + 161061273ull;
+  // Terms read from 0.34's code (docs/reference/vllm-profile-terms.md):
+  //   dummy sampler, V2 warm-up pass with FlashInfer on an H200: 1,024 x 128,256 x 14 B
+  //     = 1,838,678,016, above the forward 8192 x (3 x 14,336 + 4 x 4,096) x 2 B = 973,078,528;
+  //   activation peak = 1,838,678,016 + 0.15 GiB (161,061,273.6) -> 1,999,739,289 B;
+  //   CUDA graphs, the estimate's floor: 512 tokens of the forward (973,078,528 / 8192 x 512 =
+  //     60,817,408) + (51 - 1 + 51 - 1) x 1 MiB = 165,675,008 B;
+  //   V2 penalties state: 1,024 x 128,256 x 4 + 1,024 x 4,008 x 4 = 541,753,344 B.
   ASSERT_EQ(8192ull * (3 * 14336 + 4 * 4096) * 2, 973078528ull);
+  const std::uint64_t act = 1024ull * 128256 * 14 + 161061273ull;
+  ASSERT_EQ(act, 1999739289ull);
+  const std::uint64_t graphs = 973078528ull / 8192 * 512 + 100 * 1024 * 1024;
+  ASSERT_EQ(graphs, 165675008ull);
+  const std::uint64_t penalties = 1024ull * 128256 * 4 + 1024ull * 4008 * 4;
+  ASSERT_EQ(penalties, 541753344ull);
   const std::uint64_t non_torch = 107374182ull;  // 0.1 GiB at TP 1, truncated to bytes
-  const std::uint64_t graphs = 0;                  // dense, TP 1 (0.26+ rule)
-  // The profile's reservation ("Available KV cache memory"): total - weights - act - non-torch
-  //   = 150,023,962,624 - 16,060,522,496 - 1,134,139,801 - 107,374,182 = 132,721,926,145 B
-  const std::uint64_t reserved = total - weights - act - non_torch - graphs;
-  ASSERT_EQ(reserved, 132721926145ull);
-  // Measured after warmup (measure_kv_cache_bytes): transient = act + graphs; margin =
-  // max(1 GiB, 0.75 x 1,134,139,801 = 850,604,850) = 1 GiB; 0.5 GiB in use at start-up.
-  //   by budget = total - (weights + non-torch + graphs)             = 133,856,065,946
-  //   by device = total - 0.5 GiB - (weights + non-torch + graphs) - 1 GiB = 132,245,453,210
-  //   available = min(...) - transient = 132,245,453,210 - 1,134,139,801 = 131,111,313,409 B
-  const std::uint64_t used = weights + non_torch + graphs;
+  // The profile's reservation ("Available KV cache memory"): total - weights - every term
+  //   = 150,023,962,624 - 16,060,522,496 - 1,999,739,289 - 107,374,182 - 165,675,008 - 541,753,344
+  //   = 131,148,898,305 B
+  const std::uint64_t reserved = total - weights - act - non_torch - graphs - penalties;
+  ASSERT_EQ(reserved, 131148898305ull);
+  // Measured after warmup (measure_kv_cache_bytes): transient = act + graphs = 2,165,414,297;
+  // margin = max(1 GiB, 0.75 x transient = 1,624,060,722); 0.5 GiB in use at start-up.
+  //   by budget = total - (weights + non-torch + graphs + penalties)               = 133,148,637,594
+  //   by device = total - 0.5 GiB - (weights + non-torch + graphs + penalties) - margin = 130,987,705,960
+  //   available = min(...) - transient = 130,987,705,960 - 2,165,414,297 = 128,822,291,663 B
+  const std::uint64_t transient = act + graphs;
+  const std::uint64_t margin = transient / 4 * 3 + transient % 4 * 3 / 4;
+  ASSERT_EQ(margin, 1624060722ull);
+  const std::uint64_t used = weights + non_torch + graphs + penalties;
   const std::uint64_t by_budget = total - used;
-  const std::uint64_t by_device = total - kGiBBytes / 2 - used - kGiBBytes;
-  const std::uint64_t available = std::min(by_budget, by_device) - (act + graphs);
-  ASSERT_EQ(available, 131111313409ull);
+  const std::uint64_t by_device = total - kGiBBytes / 2 - used - margin;
+  const std::uint64_t available = std::min(by_budget, by_device) - transient;
+  ASSERT_EQ(available, 128822291663ull);
   EXPECT_EQ(r.capacity->available_kv_bytes, available);
-  // Blocks of 64 tokens x 131,072 B = 8 MiB: 131,111,313,409 // 8,388,608 = 15,629.
+  // Blocks of 64 tokens x 131,072 B = 8 MiB: 128,822,291,663 // 8,388,608 = 15,356.
   EXPECT_EQ(r.kv.block_size, 64u);
   const std::uint64_t page = 64ull * 131072;
   EXPECT_EQ(r.capacity->num_blocks, available / page);
-  EXPECT_EQ(available / page, 15629u);
-  // One request of 131,072 tokens = 2,048 blocks: concurrency 15,629 / 2,048 = 7.63x;
-  // tokens = int(7.6313... x 131,072) = 1,000,256.
-  EXPECT_NEAR(r.capacity->max_concurrency, 15629.0 / 2048.0, 1e-9);
-  EXPECT_EQ(r.capacity->kv_tokens, 1000256u);
+  EXPECT_EQ(available / page, 15356u);
+  // One request of 131,072 tokens = 2,048 blocks: concurrency 15,356 / 2,048 = 7.498x;
+  // tokens = int(7.498046875 x 131,072) = 982,784.
+  EXPECT_NEAR(r.capacity->max_concurrency, 15356.0 / 2048.0, 1e-9);
+  EXPECT_EQ(r.capacity->kv_tokens, 982784u);
   // The lines 0.34 prints: the reservation, the measured size, the capacity.
-  EXPECT_TRUE(has_line(r, "Available KV cache memory: 123.61 GiB"));  // 132,721,926,145 / 2^30
-  EXPECT_TRUE(has_line(r, "Extended KV cache to 15629 blocks (122.10 GiB)."));  // 15,629 x 8 MiB
-  EXPECT_TRUE(has_line(r, "GPU KV cache size: 1,000,256 tokens"));
+  EXPECT_TRUE(has_line(r, "Available KV cache memory: 122.14 GiB"));  // 131,148,898,305 / 2^30
+  EXPECT_TRUE(has_line(r, "Extended KV cache to 15356 blocks (119.97 GiB)."));  // 15,356 x 8 MiB
+  EXPECT_TRUE(has_line(r, "GPU KV cache size: 982,784 tokens"));
   // The same model at 0.33: utilization 0.92, block 16, no margin or start-up term:
-  //   ceil(total x 0.92) - weights - act - non-torch = 138,022,045,615 - 17,302,036,479
-  //   = 120,720,009,136 B.
+  //   ceil(total x 0.92) - weights - act - non-torch - graphs - penalties = 119,146,981,296 B.
   o.engine_version = "0.33.0";
   const PlanResult old = make_engine("vllm")->plan(model, &gpu, o);
   ASSERT_TRUE(old.capacity.has_value());
-  EXPECT_EQ(old.capacity->available_kv_bytes,
-            static_cast<std::uint64_t>(std::ceil(static_cast<double>(total) * 0.92)) - weights - act - non_torch);
+  const std::uint64_t old_available =
+      static_cast<std::uint64_t>(std::ceil(static_cast<double>(total) * 0.92)) - weights - act - non_torch - graphs -
+      penalties;
+  ASSERT_EQ(old_available, 119146981296ull);
+  EXPECT_EQ(old.capacity->available_kv_bytes, old_available);
   EXPECT_EQ(old.kv.block_size, 16u);
 }
 
+// The terms of Llama8bOnH200ExtensibleBudget: activation 1,999,739,289, graphs 165,675,008,
+// penalties 541,753,344, non-torch 107,374,182 B.
+constexpr std::uint64_t kLlamaH200Act = 1999739289ull, kLlamaH200Graphs = 165675008ull,
+                        kLlamaH200Penalties = 541753344ull, kLlamaH200NonTorch = 107374182ull;
+
 TEST(Vllm034, GivenUtilizationCapsTheMeasuredBudget) {
   // --gpu-memory-utilization 0.80 under the extensible cache: requested = ceil(total x 0.80)
-  // and the by-budget term wins: requested - (weights + non-torch) - transient.
+  // and the by-budget term wins: requested - (weights + non-torch + graphs + penalties) - transient.
   const ModelSpec model = resolve_model("llama-3.1-8b");
   const GpuSpec& gpu = find_gpu("h200");
   EngineOptions o;
@@ -155,16 +174,17 @@ TEST(Vllm034, GivenUtilizationCapsTheMeasuredBudget) {
   const PlanResult r = make_engine("vllm")->plan(model, &gpu, o);
   ASSERT_TRUE(r.capacity.has_value());
   const std::uint64_t requested = static_cast<std::uint64_t>(std::ceil(150023962624.0 * 0.80));
-  const std::uint64_t act = 973078528ull + 161061273ull;
-  const std::uint64_t expected = requested - (8030261248ull * 2 + 107374182ull) - act;
+  const std::uint64_t expected = requested - (8030261248ull * 2 + kLlamaH200NonTorch + kLlamaH200Graphs +
+                                              kLlamaH200Penalties) -
+                                 (kLlamaH200Act + kLlamaH200Graphs);
   EXPECT_EQ(r.capacity->requested_bytes, requested);
   EXPECT_EQ(r.capacity->available_kv_bytes, expected);
 }
 
 TEST(Vllm034, RefusalNamesTheExtensibleCache) {
-  // Utilization 0.2: ceil(150,023,962,624 x 0.2) = 30,004,792,525 - (weights + non-torch
-  // 16,167,896,678) - transient 1,134,139,801 = 12,702,756,046 B = 1,514 blocks of 8 MiB =
-  // 96,896 tokens < 131,072: refused, with 0.34's hint (kv_cache_planning.py
+  // Utilization 0.2: ceil(150,023,962,624 x 0.2) = 30,004,792,525 - (weights + non-torch + graphs
+  // + penalties 16,875,325,030) - transient 2,165,414,297 = 10,964,053,198 B = 1,307 blocks of
+  // 8 MiB = 83,648 tokens < 131,072: refused, with 0.34's hint (kv_cache_planning.py
   // _more_kv_cache_memory_hint, after warmup, utilization below 1.0).
   const ModelSpec model = resolve_model("llama-3.1-8b");
   const GpuSpec& gpu = find_gpu("h200");
@@ -174,7 +194,11 @@ TEST(Vllm034, RefusalNamesTheExtensibleCache) {
   const PlanResult r = make_engine("vllm")->plan(model, &gpu, o);
   ASSERT_TRUE(r.capacity.has_value());
   EXPECT_FALSE(r.capacity->fits);
-  EXPECT_EQ(r.capacity->num_blocks, 12702756046ull / (64ull * 131072));
+  const std::uint64_t expected = 30004792525ull -
+                                 (8030261248ull * 2 + kLlamaH200NonTorch + kLlamaH200Graphs + kLlamaH200Penalties) -
+                                 (kLlamaH200Act + kLlamaH200Graphs);
+  ASSERT_EQ(expected, 10964053198ull);
+  EXPECT_EQ(r.capacity->num_blocks, expected / (64ull * 131072));
   EXPECT_TRUE(std::any_of(r.engine_log.begin(), r.engine_log.end(), [](const std::string& l) {
     return l.find("within `gpu_memory_utilization`=0.2; increase it (with the extensible KV cache it "
                   "defaults to 1.0)") != std::string::npos;

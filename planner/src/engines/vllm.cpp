@@ -31,6 +31,7 @@
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
 #include "log_line.hpp"
+#include "vllm_overheads.hpp"
 #include "vllm_speculative.hpp"
 #include "vllm_stages.hpp"
 
@@ -534,18 +535,30 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     const bool has_dense = model.moe.first_k_dense_layers > 0 || model.moe.moe_layer_frequency > 1;
     fwd = has_dense ? std::max(fwd, moe) : moe;
   }
-  // Dummy sampler over min(S, T) rows of full-vocabulary logits: about 38 B per element
-  // on the PyTorch sort path (10 with the FlashInfer sampler). From 0.26 the published logs
-  // (issue #13: Qwen3-32B TP 2 at 1.7 GiB real non-KV overhead where 38 B gave 5.5 GiB of
-  // sampler alone) leave room only for the fp32 logits rows: 4 B per element.
-  const double sampler_bytes = rules.measured_overheads ? 4.0 : 38.0;
-  const double samp = static_cast<double>(std::min(max_seqs, max_batched)) *
-                      static_cast<double>(model.vocab_size) * sampler_bytes;
+  // The dummy sampler run (issue #28 item 1, vllm_overheads.hpp): its peak per logits
+  // element and path from the release's code; the forward's activations are freed by then,
+  // so the profile's peak is the larger of the two.
+  const bool v2_runner = uses_v2_model_runner(version, model, options, gpu);
+  const SamplerTerm sampler = sampler_term(version, v2_runner, gpu, max_seqs, max_batched, model.vocab_size);
+  const double samp = static_cast<double>(sampler.predicted_bytes);
   std::uint64_t act = static_cast<std::uint64_t>(std::max(fwd, samp) + 0.15 * kGiB);
   std::string act_why = "max(forward " + fixed_text(fwd / kGiB, 2) + " GiB = T x (3I/TP + 4H) x 2 B" +
                         std::string(model.moe.is_moe() ? " (MoE form)" : "") + ", sampler " +
-                        fixed_text(samp / kGiB, 2) + " GiB = min(S,T) x V x " + fixed_text(sampler_bytes, 2) +
-                        " B) + 0.15 GiB; sampler range 4-38 B";
+                        fixed_text(samp / kGiB, 2) + " GiB) + 0.15 GiB";
+  {
+    const auto with = [&](std::uint64_t s) {
+      return fixed_text(to_gib(static_cast<std::uint64_t>(std::max(fwd, static_cast<double>(s)) + 0.15 * kGiB)), 2);
+    };
+    const std::string low = with(std::min(sampler.low_bytes, sampler.high_bytes));
+    const std::string high = with(std::max(sampler.low_bytes, sampler.high_bytes));
+    if (low != high) act_why += "; range " + low + "-" + high + " GiB with the sampler's other paths";
+  }
+  out.assumptions.push_back(
+      {"dummy sampler (in the activation peak)", gib_text(sampler.predicted_bytes),
+       std::to_string(sampler.rows) + " rows x " + std::to_string(model.vocab_size) + " x " +
+           fixed_text(sampler.bytes_per_element, 0) + " B" +
+           (sampler.triton_buffer_bytes != 0 ? " + " + gib_text(sampler.triton_buffer_bytes) + " Triton buffer" : "") +
+           ", " + sampler.path + " (" + (v2_runner ? "V2" : "V1") + " model runner): " + sampler.why});
   if (options.overheads.activation_gib) {
     act = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     act_why = "given";
@@ -567,26 +580,11 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     nt = gib_to_bytes(*options.overheads.non_torch_gib, "--non-torch-gib");
     nt_why = "given";
   }
-  std::uint64_t graphs = 0;
-  std::string graph_why = "not subtracted: this version captures CUDA graphs after the KV cache is sized";
-  if (options.vllm.enforce_eager)
-    graph_why = "none: --enforce-eager";
-  else if (rules.measured_overheads) {
-    // 0.26+: the graph pool is measured (gpu_worker.py profile_cudagraph_memory, 0.33) and
-    // small in the published logs (issue #13: none on a 16 GiB RTX 4080, about 0.1 GiB of the
-    // 1.7 GiB overhead at TP 2); 0.1 GiB at TP > 1 or a large MoE, 0 otherwise.
-    const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
-    graphs = static_cast<std::uint64_t>((large ? 0.1 : 0.0) * kGiB);
-    graph_why =
-        large ? "0.1 GiB (range 0-0.5): measured by vLLM at start-up; 0.26+ logs (issue #13)"
-              : "0 (range 0-0.3): measured by vLLM at start-up; 0.26+ logs show none at TP 1 (issue #13)";
-  } else if (version.at_least(0, 21)) {
-    const bool large = options.tp > 1 || (model.moe.is_moe() && model.moe.num_experts >= 64);
-    graphs = static_cast<std::uint64_t>((large ? 2.0 : 0.4) * kGiB);
-    graph_why = large
-                    ? "2.0 GiB (range 1-5) for TP > 1 or a large MoE (PR #30515 estimate, default from ~0.21)"
-                    : "0.4 GiB (range 0.1-0.7) dense TP 1 (PR #30515 estimate, default from ~0.21)";
-  }
+  // CUDA graphs (issue #28 item 1, vllm_overheads.hpp): subtracted from 0.20 as vLLM's own
+  // estimate, whose floor is costed here; the capture's real cost is measured at start-up.
+  const GraphTerm graph = graph_term(version, v2_runner, options, gpu, max_seqs, max_batched, fwd / std::max(T, 1.0));
+  std::uint64_t graphs = graph.predicted_bytes;
+  std::string graph_why = graph.why;
   if (options.overheads.cuda_graph_gib) {
     graphs = gib_to_bytes(*options.overheads.cuda_graph_gib, "--cuda-graph-gib");
     graph_why = "given";
@@ -609,11 +607,19 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
   out.assumptions.push_back({"activation peak", gib_text(act), act_why});
   out.assumptions.push_back({"non-torch memory", gib_text(nt), nt_why});
   out.assumptions.push_back({"CUDA graph memory", gib_text(graphs), graph_why});
-  out.overhead_bytes = act + nt + graphs + transfer;
+  // The V2 runner's penalties state, allocated before the profile: non-KV memory from 0.27,
+  // whose budget counts all memory the process consumed (vllm_overheads.hpp).
+  const std::uint64_t penalties = sampler.penalties_state_bytes;
+  if (penalties != 0)
+    out.assumptions.push_back({"V2 penalties state", gib_text(penalties),
+                               std::to_string(max_seqs) + " max_num_seqs x " + std::to_string(model.vocab_size) +
+                                   " x 4.125 B (output_bin_counts int32 + prompt_bin_mask bits, "
+                                   "v1/worker/gpu/sample/penalties.py)"});
+  out.overhead_bytes = act + nt + graphs + transfer + penalties;
   const std::uint64_t used = checked_add(weights_per_rank, out.overhead_bytes, "non-KV memory");
   out.available_gib_signed = to_gib(out.requested_bytes) - to_gib(used);
   if (out.extensible) {
-    extensible_budget(out, options, *total_bytes, weights_per_rank, act, nt, graphs, transfer, gpu);
+    extensible_budget(out, options, *total_bytes, weights_per_rank, act, nt, graphs, transfer + penalties, gpu);
     return out;
   }
   if (used >= out.requested_bytes) {

@@ -46,7 +46,7 @@ struct VersionRules {
   bool hybrid_prefix_caching = false;  // >= 0.28: prefix caching on by default for hybrids, align mode
   bool null_block_reserved = false;    // >= 0.29: the null block is not usable capacity
   bool mla_flash_attn = false;         // >= 0.33: Hopper MLA picks FLASH_ATTN_MLA (multiple of 16)
-  bool measured_overheads = false;     // >= 0.26: overhead terms fitted to issue #13's logs
+  bool measured_overheads = false;     // >= 0.26: non-torch 0.55 GiB at TP > 1 (issue #13 logs, not the source)
   bool block_64_default = false;       // >= 0.34: CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)
   bool extensible_kv_cache = false;    // >= 0.34: KV cache sized from memory measured after warmup
   bool mamba2_checkpoint_page = false;  // >= 0.33: align mode keeps a prefill-checkpoint page per Mamba-2 layer
