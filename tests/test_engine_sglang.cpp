@@ -63,10 +63,8 @@ TEST(Sglang, OlderReleasesKeyTheFractionOnTp) {
   EXPECT_THROW(make_engine("sglang")->plan(llama31_8b(), nullptr, o), InputError);
 }
 
-TEST(Sglang, HybridCarvesTheStatePoolFirst) {
-  // 8 layers: 2 full attention (4 KV heads x 256) + 6 gated delta-net (bf16 conv, fp32 ssm):
-  // state per layer = 10240 x 3 x 2 + 48 x 128 x 128 x 4 = 3,207,168 B; 6 layers = 19,243,008 B.
-  ModelSpec m = llama31_8b();
+// A gated delta-net state: 16 key / 48 value heads of 128, conv kernel 4, conv state bf16.
+RecurrentSpec gdn_16x48(const std::string& ssm_dtype) {
   RecurrentSpec rs;
   rs.kind = RecurrentKind::gated_delta_net;
   rs.d_conv = 4;
@@ -75,8 +73,15 @@ TEST(Sglang, HybridCarvesTheStatePoolFirst) {
   rs.value_head_dim = 128;
   rs.num_value_heads = 48;
   rs.conv_dtype = "bf16";
-  rs.ssm_dtype = "fp32";
-  m.recurrent = rs;
+  rs.ssm_dtype = ssm_dtype;
+  return rs;
+}
+
+TEST(Sglang, HybridCarvesTheStatePoolFirst) {
+  // 8 layers: 2 full attention (4 KV heads x 256) + 6 gated delta-net (bf16 conv, fp32 ssm):
+  // state per layer = 10240 x 3 x 2 + 48 x 128 x 128 x 4 = 3,207,168 B; 6 layers = 19,243,008 B.
+  ModelSpec m = llama31_8b();
+  m.recurrent = gdn_16x48("fp32");
   m.layers.clear();
   for (int i = 0; i < 8; ++i) {
     LayerSpec l;
@@ -100,10 +105,42 @@ TEST(Sglang, HybridCarvesTheStatePoolFirst) {
   EXPECT_EQ(r.capacity->available_kv_bytes, kv);
   // cell = 2 layers x 4 heads x 512 x 2 B = 8,192 B
   EXPECT_EQ(r.capacity->kv_tokens, kv / 8192);
-  // 0.5.23: MambaPool holds slots + 1 states, so the attention pool loses one more state.
+  // 0.5.23 solves for the slots with MambaPool's padding slot inside the budget:
+  // (budget - state) // state slots, slots + 1 states carved.
   o.engine_version = "0.5.23";
-  const auto kv23 = static_cast<std::uint64_t>(rest - static_cast<double>(slots + 1) * state);
+  const auto slots23 = static_cast<std::uint64_t>((rest * 0.9 / 1.9 - state) / state);
+  ASSERT_EQ(slots23, slots - 1);  // the budget is not an exact multiple of the state here
+  const auto kv23 = static_cast<std::uint64_t>(rest - static_cast<double>(slots23 + 1) * state);
+  const PlanResult r23 = make_engine("sglang")->plan(m, nullptr, o);
+  EXPECT_EQ(r23.capacity->available_kv_bytes, kv23);
+  ASSERT_NE(find(r23, "recurrent state pool"), nullptr);
+  EXPECT_EQ(find(r23, "recurrent state pool")->value.rfind(std::to_string(slots23) + " slots", 0), 0u);
+  // With the radix cache off and --max-running-requests 48: 48 slots, 49 states carved.
+  o.sglang.disable_radix_cache = true;
+  o.sglang.max_running_requests = 48;
+  EXPECT_EQ(make_engine("sglang")->plan(m, nullptr, o).capacity->available_kv_bytes,
+            static_cast<std::uint64_t>(rest - 49.0 * state));
+  // --max-running-requests alone keeps the memory-share rule.
+  o.sglang.disable_radix_cache = false;
   EXPECT_EQ(make_engine("sglang")->plan(m, nullptr, o).capacity->available_kv_bytes, kv23);
+}
+
+TEST(Sglang, SsmStateIsFloat32UnlessTheConfigNamesItsDtype) {
+  // configs/mamba_utils.py mamba2_state_dtype (0.5.23): the config's mamba_ssm_dtype, else float32;
+  // the conv state in bfloat16. One gated delta-net layer, 16 key / 48 value heads of 128, conv 4:
+  // conv (2 x 16 + 48) x 128 x 3 x 2 B = 61,440 B; ssm 48 x 128 x 128 x 4 B = 3,145,728 B.
+  ModelSpec m = llama31_8b();
+  m.recurrent = gdn_16x48("bf16");  // the model dtype, what vLLM takes without mamba_ssm_dtype
+  m.layers.resize(2);
+  m.layers[1].kind = LayerKind::recurrent;
+  EngineOptions o;
+  o.gpu_memory_bytes = 80 * kGiB;
+  o.overheads.weights_gib = 15.0;
+  const PlanResult r = make_engine("sglang")->plan(m, nullptr, o);
+  EXPECT_EQ(r.kv.state_bytes_per_sequence, 61440u + 3145728u);
+  // A config that names bfloat16 keeps it: 48 x 128 x 128 x 2 B.
+  m.recurrent->ssm_dtype_from_config = true;
+  EXPECT_EQ(make_engine("sglang")->plan(m, nullptr, o).kv.state_bytes_per_sequence, 61440u + 1572864u);
 }
 
 TEST(Sglang, MlaCellIsTheLatent) {

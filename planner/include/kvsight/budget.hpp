@@ -170,6 +170,7 @@ enum class OptionField {
   kv_unified,
   no_kv_offload,
   max_total_tokens,
+  disable_radix_cache,
   speculative_config,
   kv_transfer_config,
   n_gpu_layers,

@@ -16,6 +16,9 @@ struct SglangOptions {
   // --max-total-tokens: an upper bound on the pool's tokens; the profiled size when that is
   // smaller (mem_cache/kv_cache_configurator.py _apply_token_constraints, 0.5.23).
   std::optional<std::uint64_t> max_total_tokens;
+  // --disable-radix-cache: with --max-running-requests, the recurrent-state slots are that
+  // many (mem_cache/kv_cache_configurator.py, 0.5.23), not a share of the memory.
+  bool disable_radix_cache = false;
 };
 
 }  // namespace kvsight

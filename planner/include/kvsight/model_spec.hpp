@@ -42,6 +42,9 @@ struct RecurrentSpec {
   std::uint64_t key_head_dim = 0, num_key_heads = 0, value_head_dim = 0, num_value_heads = 0;
   std::string conv_dtype = "bf16";  // conv state: model dtype
   std::string ssm_dtype = "bf16";   // ssm state: mamba_ssm_dtype (often fp32)
+  // The config names mamba_ssm_dtype; without it each engine applies its own default (vLLM:
+  // the model dtype; SGLang: float32, configs/mamba_utils.py mamba2_state_dtype).
+  bool ssm_dtype_from_config = false;
 };
 
 struct LayerSpec {

@@ -136,6 +136,12 @@ const std::vector<OptionFieldInfo>& option_fields() {
       {F::ubatch_size, "ubatch_size", {}, K::count, "n_ubatch (default 512)", {}},
       {F::kv_unified, "kv_unified", {}, K::flag, "one KV buffer shared by all slots", {}},
       {F::no_kv_offload, "no_kv_offload", {}, K::flag, "keep the KV cache in host memory (llama.cpp -nkvo)", {}},
+      {F::disable_radix_cache,
+       "disable_radix_cache",
+       {},
+       K::flag,
+       "no radix (prefix) cache: SGLang sizes a hybrid model's state pool from --max-running-requests",
+       {}},
       {F::speculative_config,
        "speculative_config",
        {},
@@ -352,6 +358,9 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
                          "contradicts the other async-scheduling flag; give --async-scheduling or "
                          "--no-async-scheduling, not both");
       o.vllm.async_scheduling = field == F::async_scheduling;
+      return;
+    case F::disable_radix_cache:
+      o.sglang.disable_radix_cache = true;
       return;
     case F::offline:
       o.vllm.api_server = false;

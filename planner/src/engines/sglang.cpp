@@ -61,7 +61,8 @@ class SglangEngine final : public Engine {
             {OptionField::max_model_len, {"--context-length"}},
             {OptionField::mem_fraction_static, {"--mem-fraction-static"}},
             {OptionField::max_num_seqs, {"--max-running-requests"}},
-            {OptionField::max_total_tokens, {"--max-total-tokens"}}};
+            {OptionField::max_total_tokens, {"--max-total-tokens"}},
+            {OptionField::disable_radix_cache, {"--disable-radix-cache"}}};
   }
   // server_args.py --kv-cache-dtype choices (the ones the dtype table models).
   std::vector<std::string> kv_cache_dtypes() const override {
@@ -153,7 +154,15 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
         std::to_string(swa_layers) +
         " sliding-window layers are counted in every token's cell "
         "(SGLang's default token pool; its hybrid SWA pool, where enabled, sizes them apart)");
-  const TokenFootprint tf = token_footprint(model, types, options.tp, options.pp, stage);
+  // SGLang's recurrent state dtypes (configs/mamba_utils.py mamba2_state_dtype, 0.5.23): the conv
+  // state in SGLANG_MAMBA_CONV_DTYPE (bfloat16), the ssm state in the config's mamba_ssm_dtype,
+  // else float32 (vLLM's default is the model dtype, which the model spec carries).
+  ModelSpec state_model = model;
+  if (state_model.recurrent && state_model.recurrent->kind != RecurrentKind::lightning) {
+    state_model.recurrent->conv_dtype = "bf16";
+    if (!state_model.recurrent->ssm_dtype_from_config) state_model.recurrent->ssm_dtype = "fp32";
+  }
+  const TokenFootprint tf = token_footprint(state_model, types, options.tp, options.pp, stage);
   result.kv.bytes_per_token = per_token_full;
   result.kv.bytes_per_token_all_layers = cell;
   result.kv.pool_bytes_per_token = cell;
@@ -249,11 +258,22 @@ PlanResult SglangEngine::budget(const EngineDecision& decision, const ModelSpec&
   double rest_kv = rest;
   if (tf.state_bytes_per_sequence > 0 && cell > 0 && rest > 0) {
     const double per_req = static_cast<double>(tf.state_bytes_per_sequence);
-    std::uint64_t slots = static_cast<std::uint64_t>(rest * 0.9 / 1.9 / per_req);
-    std::string slot_why = "rest x 0.9 / 1.9 // state per request (mamba_full_memory_ratio 0.9)";
+    const double budget = rest * 0.9 / 1.9;
+    // 0.5.23 solves for the slots with the pool's padding slot inside the budget:
+    // (budget - per_req) // per_req (mem_cache/kv_cache_configurator.py, "Solve jointly ...
+    // including the pool's +1 padding slot"); earlier releases were not read for it.
+    std::uint64_t slots = static_cast<std::uint64_t>(recent ? std::max(0.0, (budget - per_req) / per_req)
+                                                            : budget / per_req);
+    std::string slot_why = recent ? "(rest x 0.9 / 1.9 - state) // state per request (mamba_full_memory_ratio 0.9)"
+                                  : "rest x 0.9 / 1.9 // state per request (mamba_full_memory_ratio 0.9)";
     if (options.sglang.max_mamba_cache_size) {
       slots = *options.sglang.max_mamba_cache_size;
       slot_why = "--max-mamba-cache-size";
+    } else if (recent && options.sglang.disable_radix_cache && options.sglang.max_running_requests) {
+      // kv_cache_configurator.py (0.5.23): with the radix cache off and max_running_requests
+      // set, max_mamba_cache_size = max(1, max_running_requests // attn_dp_size).
+      slots = std::max<std::uint64_t>(1, *options.sglang.max_running_requests);
+      slot_why = "--max-running-requests with --disable-radix-cache";
     }
     // MambaPool allocates size + 1 state slots (sglang/srt/mem_cache/memory_pool.py, conv and
     // temporal states shaped (num_mamba_layers, size + 1, ...); read in 0.5.23).

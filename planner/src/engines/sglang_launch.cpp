@@ -38,6 +38,7 @@ const Launcher& sglang_launcher() {
         apply_rule("--page-size", F::block_size, G::python_int),
         apply_rule("--max-running-requests", F::max_num_seqs, G::python_int),
         apply_rule("--max-total-tokens", F::max_total_tokens, G::sglang_int),
+        apply_rule("--disable-radix-cache", F::disable_radix_cache, G::text),
         // fields/model.py dtype: auto keeps 16-bit checkpoints 16-bit, as kvsight plans them.
         {"--dtype", FlagUse::apply, std::nullopt, G::text, "16-bit weights, as kvsight plans them",
          {"auto", "half", "float16", "bfloat16"}},

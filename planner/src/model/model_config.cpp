@@ -351,10 +351,11 @@ void read_recurrent(const ConfigReader& r, const families::Family& family, Parse
         " (vLLM linear_attention_state_shape / _dtype)");
   } else if (!ssm_field.empty()) {
     rec.ssm_dtype = canonical_torch_dtype(r.string("mamba_ssm_dtype"), r.path("mamba_ssm_dtype"));
+    rec.ssm_dtype_from_config = true;
   } else {
     rec.ssm_dtype = spec.dtype;
     spec.notes.push_back("mamba_ssm_dtype absent: recurrent ssm state assumed in the model dtype (" +
-                         spec.dtype + ")");
+                         spec.dtype + ", vLLM's default; SGLang's is float32)");
   }
   const std::uint64_t hidden = spec.hidden_size;
   auto need = [&](std::initializer_list<const char*> keys) { return r.required_positive(keys); };
