@@ -76,16 +76,26 @@ void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOu
   if (!nt) nt = find_assumption(r, "runtime overhead");
   if (!nt) nt = find_assumption(r, "start-up overhead");
   const Assumption* graphs = find_assumption(r, "CUDA graph memory");
+  // vLLM 0.10-0.26 print the profile's terms; the logged torch peak increase is the activation
+  // peak and the non-torch increase the non-torch memory (gpu_worker.py).
   if (act)
-    out.terms.push_back(make_term("activation peak", replay, "GiB", std::nullopt, leading_number(act->value),
+    out.terms.push_back(make_term("activation peak", replay, "GiB", f.activation_gib, leading_number(act->value),
                                   act->why + " (override: --activation-gib)"));
   if (nt)
-    out.terms.push_back(make_term(nt->name, replay, "GiB", std::nullopt, leading_number(nt->value),
+    out.terms.push_back(make_term(nt->name, replay, "GiB", f.non_torch_gib, leading_number(nt->value),
                                   nt->why + " (override: --non-torch-gib)"));
+  // The graph memory the budget subtracts: vLLM's estimate, where the version subtracts one
+  // (vllm-profile-terms.md); the capture itself comes after the KV cache is sized, so a version
+  // that subtracts nothing is compared with nothing.
+  const bool graphs_subtracted = graphs && leading_number(graphs->value).value_or(0.0) > 0.0;
+  std::optional<double> logged_graphs;
+  if (graphs_subtracted) logged_graphs = f.cuda_graph_estimate_gib ? f.cuda_graph_estimate_gib : f.cuda_graph_gib;
   if (graphs)
-    out.terms.push_back(make_term("CUDA graph memory", replay, "GiB", f.cuda_graph_gib,
-                                  leading_number(graphs->value),
+    out.terms.push_back(make_term("CUDA graph memory", replay, "GiB", logged_graphs, leading_number(graphs->value),
                                   graphs->why + " (override: --cuda-graph-gib)"));
+  if (graphs && !graphs_subtracted && f.cuda_graph_gib)
+    out.notes.push_back("the log's CUDA graphs (" + two(*f.cuda_graph_gib) +
+                        " GiB) were captured after the KV cache was sized: not part of its budget");
   if (!r.capacity) return;
   const Capacity& c = *r.capacity;
   // What the log leaves for the overheads it does not print: the budget (total x
@@ -94,12 +104,17 @@ void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOu
     const double requested = (f.total_gpu_gib && f.gpu_memory_utilization)
                                  ? *f.total_gpu_gib * *f.gpu_memory_utilization
                                  : gib_of(c.requested_bytes);
-    const double implied = requested - *f.weights_gib - f.cuda_graph_gib.value_or(0.0) - *f.available_kv_gib;
+    const double implied = requested - *f.weights_gib - logged_graphs.value_or(0.0) - *f.available_kv_gib;
+    // vLLM 0.27+ counts every byte the process consumed, the V2 runner's penalties state too.
+    const Assumption* penalties = find_assumption(r, "V2 penalties state");
+    const double penalties_gib = penalties ? leading_number(penalties->value).value_or(0.0) : 0.0;
     ExplainTerm rest = make_term(
         "activation + non-torch (implied)", replay, "GiB", implied,
-        leading_number(act->value).value_or(0.0) + leading_number(nt->value).value_or(0.0),
-        std::string("kvsight: activation peak + non-torch (the terms above); logged side = budget ") +
-            two(requested) + " GiB - logged weights - logged graphs - logged KV memory" +
+        leading_number(act->value).value_or(0.0) + leading_number(nt->value).value_or(0.0) + penalties_gib,
+        std::string("kvsight: activation peak + non-torch") + (penalties ? " + V2 penalties state" : "") +
+            " (the terms above); logged side = budget " +
+            two(requested) + " GiB - logged weights - " +
+            (graphs_subtracted ? "logged graph estimate - " : "") + "logged KV memory" +
             ((f.total_gpu_gib && f.gpu_memory_utilization) ? " (budget from the log)"
                                                            : " (budget from the GPU catalog)"),
         true);

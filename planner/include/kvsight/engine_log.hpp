@@ -19,6 +19,14 @@ struct EngineLogFigures {
   std::optional<double> weights_gib;       // "Loading model weights took X GB" / "Model loading took X GiB"
   std::optional<double> available_kv_gib;  // vLLM "Available KV cache memory" / V0 kv_cache_size / reserved
   std::optional<double> cuda_graph_gib;    // vLLM "Graph capturing finished ..., took X GiB"
+  // vLLM's CUDA-graph estimate, the figure its budget subtracts (0.20+ by default): "Estimated
+  // CUDA graph memory: X GiB total" or "CUDA graph pool memory: A GiB (actual), X GiB (estimated)".
+  std::optional<double> cuda_graph_estimate_gib;
+  // vLLM's profile, printed by 0.10-0.26 ("Memory profiling takes ... torch peak memory increase:
+  // XGiB; non-torch forward increase memory: YGiB", a DEBUG line; "Actual usage is W GiB for
+  // weight, X GiB for peak activation, Y GiB for non-torch memory, ...").
+  std::optional<double> activation_gib;
+  std::optional<double> non_torch_gib;
   std::optional<std::uint64_t> num_gpu_blocks;  // vLLM "# GPU blocks: N"
   std::optional<std::uint64_t> kv_tokens;       // vLLM "GPU KV cache size", SGLang "#tokens", llama.cpp cells
   std::optional<std::uint64_t> max_model_len;   // "Maximum concurrency for N tokens per request" / non-default args

@@ -784,6 +784,20 @@ const LogLine kConcurrencyLine{
 const LogLine kGpuBlocksLine{"# GPU blocks: {N:blocks}[, # CPU blocks: {N}]"};
 const LogLine kWeightsLine{"Loading model weights took {X:gib} G", "Model loading took {X:gib} G"};
 const LogLine kGraphsLine{"Graph capturing finished in {X} sec[s], took {-X:gib} GiB"};
+// The profile's terms (gpu_worker.py, 0.10-0.26): the DEBUG line of memory_profiling's result
+// and the start-up suggestion (compile_or_warm_up_model, INFO 0.10.2 and 0.26, DEBUG between);
+// 0.27+ prints "for consumed memory (weights + non-torch)" instead, not read. The suggestion
+// also gives the budget: "Free memory on device (F/T GiB) on startup. Desired GPU memory
+// utilization is (U, R GiB)".
+const LogLine kProfileTermsLine{
+    "torch peak memory increase: {X:act}GiB; non-torch forward increase memory: {X:nt}GiB"};
+const LogLine kUsageTermsLine{"Actual usage is {X} GiB for weight, {X:act} GiB for peak activation, {X:nt} GiB "
+                              "for non-torch memory"};
+const LogLine kDesiredLine{
+    "Free memory on device ({X}/{X:total} GiB) on startup. Desired GPU memory utilization is ({X:util}, "};
+// CUDA-graph estimate (gpu_model_runner.py 0.18+, V1) and the pool after capture (gpu_worker.py).
+const LogLine kGraphEstimateLine{"Estimated CUDA graph memory: {X:gib} GiB total"};
+const LogLine kGraphPoolLine{"CUDA graph pool memory: {X:actual} GiB (actual), {X:estimated} GiB (estimated)"};
 const LogLine kNotEnoughLine{
     "{*ValueError: To serve at least one request with the model's }max seq len ({N:max_model_len}), "
     "({X:needed_gib} GiB KV cache is needed{*, which is larger than the }available KV cache memory "
@@ -853,6 +867,21 @@ LogLineRead VllmLogReader::read(std::string_view line, EngineLogFigures& f) {
   read |= kGpuBlocksLine.read(line, [&](const LogMatch& m) { f.num_gpu_blocks = m.count("blocks"); });
   read |= kWeightsLine.read(line, [&](const LogMatch& m) { f.weights_gib = m.number("gib"); });
   read |= kGraphsLine.read(line, [&](const LogMatch& m) { f.cuda_graph_gib = m.number("gib"); });
+  const auto terms = [&](const LogMatch& m) {
+    f.activation_gib = m.number("act");
+    f.non_torch_gib = m.number("nt");
+  };
+  read |= kProfileTermsLine.read(line, terms);
+  read |= kUsageTermsLine.read(line, terms);
+  read |= kDesiredLine.read(line, [&](const LogMatch& m) {
+    f.total_gpu_gib = m.number("total");
+    f.gpu_memory_utilization = m.number("util");
+  });
+  read |= kGraphEstimateLine.read(line, [&](const LogMatch& m) { f.cuda_graph_estimate_gib = m.number("gib"); });
+  read |= kGraphPoolLine.read(line, [&](const LogMatch& m) {
+    f.cuda_graph_gib = m.number("actual");
+    f.cuda_graph_estimate_gib = m.number("estimated");
+  });
   read |= kNotEnoughLine.read(line, [&](const LogMatch& m) {
     f.max_model_len = m.count("max_model_len");
     f.kv_needed_gib = m.number("needed_gib");
