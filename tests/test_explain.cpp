@@ -125,13 +125,14 @@ TEST(Explain, GptOss20bA100TakesItsFlagsFromTheNonDefaultArgsLine) {
   EXPECT_DOUBLE_EQ(*kv->logged, 36.56);
   // Budget 79.25 x 0.65 = 51.51 GiB. The overheads read from 0.19's code (V1, Triton sampler:
   // 256 rows x 201,088 x 14 B + 108 rows of Triton buffer, graphs not subtracted) come within
-  // max(3 %, 0.25 GiB) of what the log implies (51.51 - 13.72 - 36.56 = 1.23 GiB); the available
-  // memory then misses by the weights' own error (12.80 against 13.72 GiB: the mxfp4 MoE layout
-  // vLLM 0.19 picks on an A100 is not modelled), docs/fidelity.md row 17.
+  // max(3 %, 0.25 GiB) of what the log implies (51.51 - 13.72 - 36.56 = 1.23 GiB), the weights
+  // with 0.19's Marlin padding on an A100 (below SM 9.0) within 0.25 GiB of the logged 13.72, and
+  // the available memory within max(3 %, 0.25 GiB) of the logged 36.56 GiB.
   const app::ExplainTerm* overheads = term(out, "activation + non-torch (implied)", "GPU and flags");
   ASSERT_NE(overheads, nullptr);
   EXPECT_LE(std::fabs(*overheads->kvsight - *overheads->logged), 0.25) << *overheads->kvsight;
-  EXPECT_LE(std::fabs((*kv->kvsight - 36.56) + (*weights->kvsight - 13.72)), 0.25) << *kv->kvsight;
+  EXPECT_LE(std::fabs(*weights->kvsight - 13.72), 0.25) << *weights->kvsight;
+  EXPECT_LE(std::fabs(*kv->kvsight - 36.56), std::max(0.03 * 36.56, 0.25)) << *kv->kvsight;
   expect_largest_is_the_largest(out);
 }
 

@@ -998,9 +998,18 @@ using namespace vllm;
 // difference between the checkpoint's 60.69 GiB and the 65.97 GiB issue #23278 logs
 // (docs/reference/vllm-overheads-recent.md). Returns the extra bytes on one rank, 0 when the
 // rule does not apply.
+//
+// 0.12 - 0.32 on devices below SM 9.0: Marlin as well. 0.12-0.18 (quantization/mxfp4.py
+// get_mxfp4_backend, read in 0.15.0 and 0.18.0) try FlashInfer on SM90 / SM100 and triton_kernels on
+// SM 9.0-10.x, then Marlin; from 0.19 (fused_moe/oracle/mxfp4.py select_mxfp4_moe_backend, read in
+// 0.19.0) every backend ahead of Marlin in _get_priority_backends needs SM 9.0+ or ROCm, and
+// mxfp4_round_up_hidden_size_and_intermediate_size pads Marlin's the same (hidden 256, intermediate
+// 128; the same function in 0.20-0.34). On SM 9.0+ these releases pick triton_kernels (vendored from
+// 0.19) or FlashInfer, whose layouts were not read. 0.33 adds CUTLASS_MXFP4_MXFP4 ahead of Marlin,
+// whose device gate was not read: the rule stops at 0.32.
 std::uint64_t mxfp4_marlin_padding_bytes(const Version& version, const ModelSpec& model, const GpuSpec* gpu,
                                          const EngineOptions& options) {
-  if (!version.at_least(0, 10, 1) || version.at_least(0, 12)) return 0;
+  if (!version.at_least(0, 10, 1) || version.at_least(0, 33)) return 0;
   if (model.quantization.method != "mxfp4" || !model.moe.is_moe() || model.exact_weights) return 0;
   if (options.overheads.weights_gib || gpu == nullptr) return 0;
   // "sm_90" -> 90; ROCm (gfx...) and unknown arches keep the checkpoint's size.
@@ -1009,6 +1018,7 @@ std::uint64_t mxfp4_marlin_padding_bytes(const Version& version, const ModelSpec
   for (std::size_t i = 3; i < gpu->arch.size() && gpu->arch[i] >= '0' && gpu->arch[i] <= '9'; ++i)
     sm = sm * 10 + (gpu->arch[i] - '0');
   if (sm == 0 || sm == 100) return 0;
+  if (version.at_least(0, 12) && sm >= 90) return 0;
   const std::uint64_t tp = options.tp, pp = options.pp;
   const std::uint64_t hidden = model.hidden_size;
   const std::uint64_t inter = model.moe.moe_intermediate_size / tp;
@@ -1401,11 +1411,11 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
     result.weights.method +=
         "; + " + gib_text(pad) +
         " per rank: vLLM's Marlin mxfp4 MoE pads experts to hidden 256 / intermediate 128 "
-        "(quantization/mxfp4.py create_weights, 0.10.1)";
+        "(quantization/mxfp4.py create_weights, 0.10.1; oracle/mxfp4.py, 0.19)";
     result.assumptions.push_back(
         {"mxfp4 Marlin padding per rank", gib_text(pad),
-         "CUDA but SM 10.0, vLLM 0.10.1-0.11.x, no triton_kernels: experts allocated at "
-         "round_up(I/tp, 128) x round_up(H, 256) (mxfp4.py, 0.10.1)"});
+         "the Marlin mxfp4 MoE backend (0.10.1-0.11.x: CUDA but SM 10.0 without triton_kernels; 0.12-0.32: "
+         "below SM 9.0): experts allocated at round_up(I/tp, 128) x round_up(H, 256)"});
   }
 
   if (!total && !options.vllm.kv_cache_memory_bytes) return result;
