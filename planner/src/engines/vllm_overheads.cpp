@@ -99,7 +99,7 @@ SamplerTerm sampler_term(const Version& v, bool v2_runner, const GpuSpec* gpu, s
   const std::uint32_t sms = gpu != nullptr ? runtime_sms(*gpu) : 0;
   // TopKTopPSampler's Triton kernel keeps a [min(pow2(min(SMs, rows)), SMs), vocab] fp32
   // buffer (topk_topp_triton.py, from 0.17), allocated on the first call: inside the profile.
-  // Without a catalog GPU the SM count is unknown and the buffer is left out (noted).
+  // Without a catalog GPU the SM count is unknown and the buffer is left out (tens of MiB).
   const std::uint64_t programs = std::min<std::uint64_t>(sms, t.rows);
   const std::uint64_t triton_buffer =
       sms == 0 ? 0
