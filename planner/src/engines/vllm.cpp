@@ -1012,11 +1012,8 @@ std::uint64_t mxfp4_marlin_padding_bytes(const Version& version, const ModelSpec
   if (!version.at_least(0, 10, 1) || version.at_least(0, 33)) return 0;
   if (model.quantization.method != "mxfp4" || !model.moe.is_moe() || model.exact_weights) return 0;
   if (options.overheads.weights_gib || gpu == nullptr) return 0;
-  // "sm_90" -> 90; ROCm (gfx...) and unknown arches keep the checkpoint's size.
-  if (gpu->arch.rfind("sm_", 0) != 0) return 0;
-  int sm = 0;
-  for (std::size_t i = 3; i < gpu->arch.size() && gpu->arch[i] >= '0' && gpu->arch[i] <= '9'; ++i)
-    sm = sm * 10 + (gpu->arch[i] - '0');
+  // ROCm (gfx...) and unknown arches (compute capability 0) keep the checkpoint's size.
+  const unsigned sm = compute_capability(*gpu);
   if (sm == 0 || sm == 100) return 0;
   if (version.at_least(0, 12) && sm >= 90) return 0;
   const std::uint64_t tp = options.tp, pp = options.pp;

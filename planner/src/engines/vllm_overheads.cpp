@@ -39,16 +39,6 @@ std::uint64_t next_power_of_2(std::uint64_t n) {
   return p;
 }
 
-// "sm_90" -> 90; 0 when the arch is not an NVIDIA one.
-unsigned compute_capability(const GpuSpec& gpu) {
-  if (gpu.arch.rfind("sm_", 0) != 0) return 0;
-  unsigned cc = 0;
-  for (char c : gpu.arch.substr(3)) {
-    if (c < '0' || c > '9') break;
-    cc = cc * 10 + static_cast<unsigned>(c - '0');
-  }
-  return cc;
-}
 
 // What torch reports as the device's multiprocessors (RDNA: work-group processors).
 std::uint32_t runtime_sms(const GpuSpec& gpu) {
@@ -61,6 +51,16 @@ std::uint32_t runtime_sms(const GpuSpec& gpu) {
 double sort_bytes(std::uint64_t rows) { return rows == 1 || rows >= 128 ? 38.0 : 50.0; }
 
 }  // namespace
+
+unsigned compute_capability(const GpuSpec& gpu) {
+  if (gpu.arch.rfind("sm_", 0) != 0) return 0;
+  unsigned cc = 0;
+  for (char c : gpu.arch.substr(3)) {
+    if (c < '0' || c > '9') break;
+    cc = cc * 10 + static_cast<unsigned>(c - '0');
+  }
+  return cc;
+}
 
 bool uses_v2_model_runner(const Version& v, const ModelSpec& model, const EngineOptions& options,
                           const GpuSpec* gpu) {

@@ -23,6 +23,9 @@ namespace kvsight::vllm {
 
 using engine_detail::Version;
 
+// "sm_90" -> 90; 0 for a device that is not an NVIDIA one (ROCm gfx..., unknown).
+unsigned compute_capability(const GpuSpec& gpu);
+
 // VllmConfig.use_v2_model_runner's default (config/vllm.py): V1 before 0.22; the listed
 // architectures 0.22-0.24; every dense, non-hybrid generate model and the listed MoE ones
 // 0.25-0.28; every model from 0.29 (except ngram speculation and two DeepSeek architectures
