@@ -25,6 +25,11 @@ import sys
 # runs; the per-layer specs below carry the block size, so the CPU backend's own block-size
 # choice does not enter.
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+# 0.34's CPU platform refuses to configure on x86 without an active Triton driver
+# (platforms/cpu.py check_and_update_config; vllm/triton_utils/importing.py). An empty
+# CUDA_VISIBLE_DEVICES is the case importing.py keeps Triton for with no active driver; the
+# oracle never launches a kernel, so the check does not bear on what it compares.
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 BUDGET_GIB = 20.0
 
@@ -147,6 +152,12 @@ def vllm_figures(model_dir, cfg, budget):
     # 0.34.0), which FLASH_ATTN on a CUDA worker keeps (update_block_size_for_backend); given
     # explicitly so that the CPU platform does not pick its own.
     block = CacheConfig.DEFAULT_BLOCK_SIZE
+    # On a CPU with AVX-512 BF16 the CPU platform resets mamba_ssm_cache_dtype to float32 for
+    # its own GDN / Mamba kernels (platforms/cpu.py check_and_update_config, 0.34.0: "Reset SSM
+    # cache type to float32 for accelerated GDN mamba backend"); a CUDA worker keeps "auto" (the
+    # config's mamba_ssm_dtype, else the model dtype). Reported as absent so the states are a
+    # CUDA worker's whatever this machine's CPU is.
+    torch.cpu._is_avx512_bf16_supported = lambda: False
     cache_config = CacheConfig(block_size=block, enable_prefix_caching=True)
     vllm_config = VllmConfig(model_config=model_config, cache_config=cache_config)
     specs = (hybrid_specs(model_config, vllm_config, torch) if hybrid
@@ -168,6 +179,7 @@ def vllm_figures(model_dir, cfg, budget):
     figures = {"largest": largest, "fits": largest >= model_config.max_model_len,
                "block_size": vllm_config.cache_config.block_size,
                "mamba_cache_mode": vllm_config.cache_config.mamba_cache_mode,
+               "mamba_ssm_cache_dtype": vllm_config.cache_config.mamba_ssm_cache_dtype,
                "scheduler": {"max_num_batched_tokens": sched.max_num_batched_tokens,
                              "max_num_seqs": sched.max_num_seqs,
                              "async_scheduling": bool(sched.async_scheduling)}}
