@@ -41,9 +41,9 @@ class CountingEngine final : public Engine {
     ++type_calls;
     return inner_->kv_types(m, o);
   }
-  BlockSizeChoice block_size(const ModelSpec& m, const EngineOptions& o) const override {
+  BlockSizeChoice block_size(const ModelSpec& m, const GpuSpec* g, const EngineOptions& o) const override {
     ++block_calls;
-    return inner_->block_size(m, o);
+    return inner_->block_size(m, g, o);
   }
   LengthChoice max_model_len(const ModelSpec& m, const EngineOptions& o) const override {
     ++length_calls;

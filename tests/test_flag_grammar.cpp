@@ -164,12 +164,15 @@ TEST(FlagGrammar, VllmBooleanFlagsHaveTheirNoForms) {
   EXPECT_EQ(json_of(with(mistral, {"--no-async-scheduling"}))["kv"]["blocks_per_sequence"], 769);
   expect_exit(with(mistral, {"--async-scheduling", "--no-async-scheduling"}), 2, "not both");
   // Qwen3-Next-80B at TP 2: 12 attention + 36 linear-attention layers, so 1 attention group
-  // and 36 / 12 = 3 state groups; attention block 544; max_model_len 262,144:
-  // ceil(262,144 / 544) = 482 attention pages (481 x 544 = 261,664 is short). Prefix caching
-  // (on by default for hybrids from 0.28, align mode) keeps 2 state pages per group:
-  // 482 + 3 x 2 = 488; --no-enable-prefix-caching: 482 + 3 = 485.
+  // and 36 / 12 = 3 state groups; state page 548,864 B, attention 1,024 B per token per layer;
+  // max_model_len 262,144. Prefix caching (on by default for hybrids from 0.28, align mode) on
+  // an H200 runs FlashInfer's GDN prefill (0.33+): the block is a multiple of 64,
+  // 64 x ceil(548,864 / 65,536) = 576, ceil(262,144 / 576) = 456 attention pages (455 x 576 =
+  // 262,080 is short), and each state group keeps 3 pages (2 + the prefill checkpoint):
+  // 456 + 3 x 3 = 465. --no-enable-prefix-caching: no align mode, block 16 x ceil(548,864 /
+  // 16,384) = 544, ceil(262,144 / 544) = 482 pages + 1 state page per group = 485.
   const std::vector<std::string> next = {"plan", "--model", "qwen3-next-80b-a3b", "--gpu", "h200", "--tp", "2"};
-  EXPECT_EQ(json_of(next)["kv"]["blocks_per_sequence"], 488);
+  EXPECT_EQ(json_of(next)["kv"]["blocks_per_sequence"], 465);
   EXPECT_EQ(json_of(with(next, {"--no-enable-prefix-caching"}))["kv"]["blocks_per_sequence"], 485);
   expect_exit(with(next, {"--no-enable-prefix-caching", "--enable-prefix-caching"}), 2, "not both");
   // Another engine's flag, as for every engine flag.

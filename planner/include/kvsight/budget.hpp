@@ -174,6 +174,7 @@ enum class OptionField {
   speculative_config,
   kv_transfer_config,
   n_gpu_layers,
+  gdn_prefill_backend,
 };
 
 // One option as an engine's own command line spells it ("--tp-size" for SGLang).
@@ -257,9 +258,12 @@ class Engine {
   // What the KV cache type option(s) store for this model (K and V). Default: vLLM's
   // grammar of --kv-cache-dtype (kvsight/footprint.hpp resolve_kv_types).
   virtual KvTypes kv_types(const ModelSpec& model, const EngineOptions& options) const;
-  // The block size the engine uses for this model, after its own adjustments. Throws
-  // InputError("block_size", ...) for a --block-size the engine refuses.
-  virtual BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const = 0;
+  // The block size the engine uses for this model, after its own adjustments; `gpu` (null when
+  // no device is named) where the engine's choice depends on the device (vLLM's FlashInfer GDN
+  // prefill on Hopper / Blackwell). Throws InputError("block_size", ...) for a --block-size the
+  // engine refuses.
+  virtual BlockSizeChoice block_size(const ModelSpec& model, const GpuSpec* gpu,
+                                     const EngineOptions& options) const = 0;
   // The max_model_len the engine runs with. Default: the user's length when positive,
   // else the model's derived maximum. Throws InputError for a length the engine refuses.
   virtual LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const;

@@ -21,16 +21,20 @@ struct VllmOptions {
   std::optional<bool> async_scheduling;  // --[no-]async-scheduling; unset = the version's default
   bool api_server = true;                // `vllm serve` defaults (vs offline LLM class, --offline)
   std::optional<SpeculativeConfig> speculative;
-  std::string kv_connector;  // --kv-transfer-config's "kv_connector" (e.g. LMCacheConnectorV1)  //
-                             // --speculative-config (draft KV layers, draft weights)
+  std::string kv_connector;  // --kv-transfer-config's "kv_connector" (e.g. LMCacheConnectorV1)
+  // --gdn-prefill-backend (0.33+); empty = auto (FlashInfer where the device supports it).
+  std::string gdn_prefill_backend;
 };
 
 struct ModelSpec;
 struct EngineOptions;
 // vLLM's attention block size for this model: --block-size, else 16 (MLA: the
 // backend's forced size), raised for hybrid attention + recurrent models so an
-// attention page matches the state page (formulas.md step 3). VllmEngine::block_size
-// is the one caller in the planner (the engine decision); tests call it directly.
-std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options);
+// attention page matches the state page (formulas.md step 3), and on the devices where the
+// FlashInfer GDN prefill runs a multiple of 64 for gated delta-net hybrids (gpu null: no
+// device, the Triton prefill). VllmEngine::block_size is the one caller in the planner (the
+// engine decision); tests call it directly.
+struct GpuSpec;
+std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options, const GpuSpec* gpu = nullptr);
 
 }  // namespace kvsight

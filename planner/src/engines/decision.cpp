@@ -73,7 +73,7 @@ EngineDecision decide(const Engine& engine, const ModelSpec& model, const GpuSpe
   d.kv_settings = engine.kv_cache_type_settings(options);
   d.kv_types = engine.kv_types(model, options);
   d.kv_tier = kv_quality_tier(d.kv_types);
-  d.block = engine.block_size(model, options);
+  d.block = engine.block_size(model, gpu, options);
   d.length = engine.max_model_len(model, options);
   d.weights = decide_weights(engine, model, options, d.weights_assumption);
   d.checks = engine.startup_checks(model, gpu, options);

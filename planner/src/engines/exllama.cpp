@@ -102,7 +102,7 @@ class ExllamaEngine final : public Engine {
   }
   // No tensor parallel in this planner's ExLlama model: the figures are the whole model's.
   bool shards_weights() const override { return false; }
-  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+  BlockSizeChoice block_size(const ModelSpec&, const GpuSpec*, const EngineOptions& options) const override {
     return given_or_default_block(
         options, static_cast<std::uint32_t>(kPage), "256-token pages of the dynamic generator",
         [](std::uint32_t b) { return b == kPage; }, "256 (the dynamic generator's fixed page)");

@@ -301,7 +301,7 @@ class LlamaCppEngine final : public Engine {
     types.v = llama_type(options.llamacpp.cache_type_v, "--cache-type-v");
     return types;
   }
-  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+  BlockSizeChoice block_size(const ModelSpec&, const GpuSpec*, const EngineOptions& options) const override {
     if (options.block_size)
       throw InputError("block_size",
                        "llama.cpp has no paged KV blocks (one cell per token); allowed: omit it");

@@ -158,6 +158,13 @@ const std::vector<OptionFieldInfo>& option_fields() {
        "\"kv_both\"}': "
        "names the connector; state its GPU memory with --kv-transfer-gib",
        {}},
+      {F::gdn_prefill_backend,
+       "gdn_prefill_backend",
+       {},
+       K::choice,
+       "vLLM's GDN prefill kernel (0.33+): flashinfer on SM 9.0 / Blackwell by default, whose prefill "
+       "checkpoints keep a third state page and a block multiple of 64 for Qwen3-Next / Qwen3.5",
+       {"flashinfer", "triton", "cutedsl", "aiter_flydsl", "sycl", "hip"}},
       {F::n_gpu_layers,
        "n_gpu_layers",
        {},
@@ -259,6 +266,9 @@ void store_option(EngineOptions& o, OptionField field, const std::string& value)
     case F::n_gpu_layers:
       o.llamacpp.n_gpu_layers = value;
       return;
+    case F::gdn_prefill_backend:
+      o.vllm.gdn_prefill_backend = value;
+      return;
     default:
       throw std::logic_error("store_option: " + option_field(field).name + " is not a text field");
   }
@@ -320,6 +330,13 @@ void set_option(EngineOptions& o, OptionField field, std::string_view text) {
     case F::flash_attn:
       if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())
         throw InputError(name, "is '" + std::string(text) + "'; allowed: on, off, auto");
+      store_option(o, field, std::string(text));
+      return;
+    case F::gdn_prefill_backend:
+      // engine/arg_utils.py (0.33.0, 0.34.0): argparse choices of --gdn-prefill-backend.
+      if (std::find(info.choices.begin(), info.choices.end(), text) == info.choices.end())
+        throw InputError(name, "is '" + std::string(text) +
+                                   "'; allowed: flashinfer, triton, cutedsl, aiter_flydsl, sycl, hip");
       store_option(o, field, std::string(text));
       return;
     case F::max_model_len:

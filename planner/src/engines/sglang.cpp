@@ -68,7 +68,7 @@ class SglangEngine final : public Engine {
   std::vector<std::string> kv_cache_dtypes() const override {
     return {"auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2"};
   }
-  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+  BlockSizeChoice block_size(const ModelSpec&, const GpuSpec*, const EngineOptions& options) const override {
     return given_or_default_block(
         options, 1, "SGLang default page size 1", [](std::uint32_t b) { return b >= 1; },
         "a positive page size");

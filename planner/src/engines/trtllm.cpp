@@ -63,7 +63,7 @@ class TrtllmEngine final : public Engine {
   }
   // LLM-API KvCacheConfig.dtype.
   std::vector<std::string> kv_cache_dtypes() const override { return {"auto", "fp8", "nvfp4", "int8"}; }
-  BlockSizeChoice block_size(const ModelSpec&, const EngineOptions& options) const override {
+  BlockSizeChoice block_size(const ModelSpec&, const GpuSpec*, const EngineOptions& options) const override {
     return given_or_default_block(
         options, 32, "TensorRT-LLM default tokens_per_block 32", [](std::uint32_t b) { return b >= 1; },
         "a positive number of tokens");

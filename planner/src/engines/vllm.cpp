@@ -109,6 +109,22 @@ bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, 
   return rules.hybrid_prefix_caching && model.attention_layer_count() > 0;
 }
 
+bool gdn_prefill_checkpoints(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules,
+                             const GpuSpec* gpu) {
+  if (!rules.gdn_flashinfer_checkpoint || gpu == nullptr || !model.recurrent ||
+      model.recurrent->kind != RecurrentKind::gated_delta_net || !prefix_caching_align(model, options, rules))
+    return false;
+  // --gdn-prefill-backend: "auto" (unset) and "flashinfer" take FlashInfer where supported;
+  // the other backends export no checkpoint.
+  const std::string& requested = options.vllm.gdn_prefill_backend;
+  if (!requested.empty() && requested != "flashinfer") return false;
+  // is_device_capability(90) is SM 9.0 exactly; the Blackwell families need head_k_dim 128.
+  const unsigned cc = compute_capability(*gpu);
+  if (cc == 90) return true;
+  const bool blackwell = (cc >= 100 && cc < 110) || (cc >= 120 && cc < 130);
+  return blackwell && model.recurrent->key_head_dim == 128;
+}
+
 VersionRules rules_for(const Version& v) {
   VersionRules r;
   r.v0 = !v.at_least(0, 8);  // V1 became the default engine in 0.8.0
@@ -136,6 +152,10 @@ VersionRules rules_for(const Version& v) {
   // page x (2 + num_speculative_blocks + num_prefill_checkpoint_blocks). 0.32 and earlier were
   // not read for it: the rule is kept from the first release read with it.
   r.mamba2_checkpoint_page = v.at_least(0, 33);
+  // model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py (0.33.0, 0.34.0): with the FlashInfer
+  // GDN prefill in align mode, _checkpoint_alignment = 64 and get_kv_cache_spec keeps
+  // num_prefill_checkpoint_blocks = 1; 0.30-0.32 pick the same backend but export no checkpoint.
+  r.gdn_flashinfer_checkpoint = v.at_least(0, 33);
   r.measured_overheads = v.at_least(0, 26);
   // config/cache.py (0.34.0): DEFAULT_BLOCK_SIZE = 64 (16 in 0.33.0).
   r.block_64_default = v.at_least(0, 34);
@@ -172,11 +192,15 @@ std::uint64_t max_concurrent_batches(const VersionRules& rules, const EngineOpti
 
 // ---------------------------------------------------------------- 1. per-layer spec
 
-// The prefill-checkpoint pages of the model's Mamba layers (VersionRules::mamba2_checkpoint_page):
-// Mamba-2 mixers only; GDN adds one only with FlashInfer's GDN prefill (qwen_gdn_linear_attn.py
-// _exports_checkpoints, a device-dependent choice not modelled here), Mamba-1 and short conv none.
-std::uint32_t mamba2_checkpoint_blocks(const ModelSpec& model, const VersionRules& rules) {
-  return rules.mamba2_checkpoint_page && model.recurrent && model.recurrent->kind == RecurrentKind::mamba2 ? 1 : 0;
+// The prefill-checkpoint pages of the model's Mamba layers: Mamba-2 mixers from 0.33
+// (VersionRules::mamba2_checkpoint_page); gated delta-net layers with FlashInfer's GDN prefill
+// (gdn_prefill_checkpoints, qwen_gdn_linear_attn.py _exports_checkpoints); Mamba-1 and short
+// conv none.
+std::uint32_t mamba_checkpoint_blocks(const ModelSpec& model, const VersionRules& rules, bool gdn_checkpoints) {
+  if (!model.recurrent) return 0;
+  if (model.recurrent->kind == RecurrentKind::mamba2) return rules.mamba2_checkpoint_page ? 1 : 0;
+  if (model.recurrent->kind == RecurrentKind::gated_delta_net) return gdn_checkpoints ? 1 : 0;
+  return 0;
 }
 
 std::uint64_t indexer_k_bytes_per_token(const IndexerSpec& indexer) {
@@ -1069,7 +1093,8 @@ class VllmEngine final : public Engine {
             {OptionField::no_async_scheduling, {"--no-async-scheduling"}},
             {OptionField::offline, {"--offline"}},
             {OptionField::speculative_config, {"--speculative-config"}},
-            {OptionField::kv_transfer_config, {"--kv-transfer-config"}}};
+            {OptionField::kv_transfer_config, {"--kv-transfer-config"}},
+            {OptionField::gdn_prefill_backend, {"--gdn-prefill-backend"}}};
   }
   // vllm/config/cache.py CacheDType, plus the per-token-head and NVFP4 caches the dtype
   // table models (formulas.md "KV dtypes").
@@ -1089,7 +1114,7 @@ class VllmEngine final : public Engine {
             "int4_per_token_head",
             "nvfp4"};
   }
-  BlockSizeChoice block_size(const ModelSpec& model, const EngineOptions& options) const override;
+  BlockSizeChoice block_size(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const override;
   LengthChoice max_model_len(const ModelSpec& model, const EngineOptions& options) const override;
   // vllm/v1/attention/ops/chunked_prefill_paged_decode.py has_native_kv_cache_layout: a
   // hybrid attention + recurrent model's KV is stride-padded to the state page.
@@ -1133,7 +1158,7 @@ class VllmEngine final : public Engine {
   }
 };
 
-BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOptions& options) const {
+BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const GpuSpec* gpu, const EngineOptions& options) const {
   // vllm/config/cache.py: BlockSize = Literal[1, 8, 16, 32, 64, 128, 256] for --block-size.
   if (options.block_size) {
     const std::uint32_t b = *options.block_size;
@@ -1146,7 +1171,7 @@ BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOpti
   // is chosen over the target with them (vllm_speculative.cpp).
   DraftPlan draft;
   const ModelSpec model = with_draft_layers(target, options, draft);
-  const BlockFigures figures = block_figures(model, options);
+  const BlockFigures figures = block_figures(model, options, gpu);
   const std::uint32_t tokens = figures.tokens;
   std::string derivation;
   if (figures.state_page_bytes > 0)
@@ -1155,6 +1180,16 @@ BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const EngineOpti
                  " B per token per layer -> block size " + std::to_string(tokens) + " (page " +
                  std::to_string(std::uint64_t{tokens} * figures.attention_token_bytes) +
                  " B; the state page is padded to it)";
+  const VersionRules rules = rules_for(version(options));
+  if (gdn_prefill_checkpoints(model, options, rules, gpu))
+    derivation += "; FlashInfer's GDN prefill on " + gpu->arch +
+                  " exports prefill checkpoints: the block is a multiple of 64 and each GDN layer keeps a "
+                  "third state page (qwen_gdn_linear_attn.py, platforms/interface.py _align_hybrid_block_size)";
+  else if (gpu == nullptr && rules.gdn_flashinfer_checkpoint && model.recurrent &&
+           model.recurrent->kind == RecurrentKind::gated_delta_net && prefix_caching_align(model, options, rules) &&
+           options.vllm.gdn_prefill_backend.empty())
+    derivation += "; no --gpu: the Triton GDN prefill assumed; on SM 9.0 and Blackwell FlashInfer's prefill "
+                  "raises the block to a multiple of 64 and keeps a third state page";
   if (options.block_size && tokens == *options.block_size) return {tokens, "--block-size", true, derivation};
   if (has_recurrent(model) && model.attention_layer_count() > 0)
     return {tokens,
@@ -1258,8 +1293,12 @@ void describe_block_and_layout(const ModelSpec& model, const EngineOptions& opti
       std::uint64_t checkpoint = 0;
       for (const Group& g : layout.groups)
         if (g.spec.kind == SpecKind::mamba) checkpoint = std::max(checkpoint, g.spec.checkpoint_blocks);
-      const std::string pages = std::to_string(2 + checkpoint) + " state pages per request" +
-                                (checkpoint ? " (2 + a Mamba-2 prefill checkpoint, 0.33+)" : "");
+      const bool gdn = model.recurrent->kind == RecurrentKind::gated_delta_net;
+      const std::string pages =
+          std::to_string(2 + checkpoint) + " state pages per request" +
+          (checkpoint ? (gdn ? " (2 + a prefill checkpoint: FlashInfer GDN prefill, 0.33+, block a multiple of 64)"
+                             : " (2 + a Mamba-2 prefill checkpoint, 0.33+)")
+                      : "");
       result.assumptions.push_back(
           {"prefix caching with Mamba",
            options.vllm.enable_prefix_caching ? "align mode, " + pages
@@ -1350,7 +1389,7 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
   const Layout layout = group_kv_cache_specs(
       layer_cache_specs(model, types, options.tp, block,
                         options.vllm.speculative ? options.vllm.speculative->num_speculative_tokens : 0,
-                        mamba2_checkpoint_blocks(model, rules)),
+                        mamba_checkpoint_blocks(model, rules, gdn_prefill_checkpoints(model, options, rules, gpu))),
       model.num_layers());
   describe_block_and_layout(model, options, decision.block, align_mode, layout, result);
   const std::vector<StageProjection> stages = project_stages(layout, model.num_layers(), options.pp);
@@ -1505,11 +1544,11 @@ PlanResult VllmEngine::budget(const EngineDecision& decision, const ModelSpec& t
 
 std::unique_ptr<Engine> make_vllm_engine() { return std::make_unique<VllmEngine>(); }
 
-std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options) {
-  return vllm::block_figures(model, options).tokens;
+std::uint32_t vllm_block_size(const ModelSpec& model, const EngineOptions& options, const GpuSpec* gpu) {
+  return vllm::block_figures(model, options, gpu).tokens;
 }
 
-vllm::BlockFigures vllm::block_figures(const ModelSpec& model, const EngineOptions& options) {
+vllm::BlockFigures vllm::block_figures(const ModelSpec& model, const EngineOptions& options, const GpuSpec* gpu) {
   if (options.block_size && *options.block_size == 0) throw InputError("--block-size", "is 0; allowed: >= 1");
   if (options.tp == 0) throw InputError("--tp", "is 0; allowed: a positive integer");
   const vllm::VersionRules rules = vllm::rules_for(vllm::resolve_version(options));
@@ -1545,12 +1584,15 @@ vllm::BlockFigures vllm::block_figures(const ModelSpec& model, const EngineOptio
   if (attn_1tok == 0 || mamba_page == 0) return {static_cast<std::uint32_t>(block), mamba_page, attn_1tok};
   std::uint64_t needed = 0;
   if (rules.hybrid_prefix_caching) {
-    // 0.28+ (platforms/interface.py _align_hybrid_block_size, read in 0.33): alignment =
-    // max(the backend's smallest kernel block, cache block size), 128 for hybrid MLA; the
-    // same formula with prefix caching ("align" mode adds the Mamba prefill checkpoint
-    // alignment only with the FlashInfer GDN prefill on SM90/SM10x, not modelled here).
+    // 0.28+ (platforms/interface.py _align_hybrid_block_size, read in 0.33 and 0.34): alignment =
+    // max(the backend's smallest kernel block, cache block size), 128 for hybrid MLA; in "align"
+    // mode lcm with the Mamba layers' prefill-checkpoint alignment, 64 with FlashInfer's GDN
+    // prefill (gdn_prefill_checkpoints), none otherwise. The block is set after the model is
+    // built (v1/executor/*_executor.py update_block_size_for_backend), so the layers' choice counts.
     std::uint64_t align = std::max<std::uint64_t>(16, block);
     if (mla) align = std::max<std::uint64_t>(align, 128);
+    if (vllm::gdn_prefill_checkpoints(model, options, rules, gpu))
+      align = std::lcm<std::uint64_t>(align, vllm::kGdnCheckpointAlignment);
     needed = align * ceil_div(mamba_page, checked_mul(align, attn_1tok, "attention page"));
     needed = 16 * ceil_div(needed, 16);  // backend_block_alignment: lcm of the kernel minimums
   } else if (options.vllm.enable_prefix_caching) {

@@ -49,6 +49,7 @@ const Launcher& vllm_launcher() {
         apply_rule("--no-async-scheduling", F::no_async_scheduling, G::text),
         apply_rule("--speculative-config", F::speculative_config, G::text),
         apply_rule("--kv-transfer-config", F::kv_transfer_config, G::text),
+        apply_rule("--gdn-prefill-backend", F::gdn_prefill_backend, G::text),
         // config/model.py ModelDType: auto takes the checkpoint's dtype, as kvsight does;
         // half/float16/bfloat16 are 2 bytes like the 16-bit checkpoints kvsight plans.
         {"--dtype", FlagUse::apply, std::nullopt, G::text, "16-bit weights, as kvsight plans them",

@@ -50,6 +50,9 @@ struct VersionRules {
   bool block_64_default = false;       // >= 0.34: CacheConfig.DEFAULT_BLOCK_SIZE 64 (was 16)
   bool extensible_kv_cache = false;    // >= 0.34: KV cache sized from memory measured after warmup
   bool mamba2_checkpoint_page = false;  // >= 0.33: align mode keeps a prefill-checkpoint page per Mamba-2 layer
+  // >= 0.33: with FlashInfer's GDN prefill, align mode keeps a prefill-checkpoint page per
+  // gated delta-net layer and aligns the block to 64 (gdn_prefill_checkpoints).
+  bool gdn_flashinfer_checkpoint = false;
 };
 VersionRules rules_for(const Version& version);
 const std::vector<std::string>& vllm_versions();
@@ -70,7 +73,20 @@ struct BlockFigures {
   std::uint64_t state_page_bytes = 0;       // one recurrent layer's state per rank
   std::uint64_t attention_token_bytes = 0;  // the largest attention layer's bytes per token
 };
-BlockFigures block_figures(const ModelSpec& model, const EngineOptions& options);
+BlockFigures block_figures(const ModelSpec& model, const EngineOptions& options, const GpuSpec* gpu);
+
+// FlashInfer GDN prefill's checkpoint alignment (v1/attention/backends/gdn_attn.py
+// FLASHINFER_GDN_CHECKPOINT_ALIGNMENT, 0.33.0 and 0.34.0).
+inline constexpr std::uint32_t kGdnCheckpointAlignment = 64;
+
+// Whether the gated delta-net layers export prefill checkpoints (0.33+): align mode and
+// FlashInfer's GDN prefill, which `_resolve_gdn_prefill_backend` (qwen_gdn_linear_attn.py)
+// picks on CUDA for SM 9.0, and for SM 10.x / 12.x when linear_key_head_dim is 128 and the
+// CUDA runtime is 13+ (the PyPI wheels of 0.33 / 0.34 are CUDA 13 builds). Each GDN layer
+// then keeps a third state page and the block is a multiple of 64. Without a device
+// (gpu null) or with --gdn-prefill-backend other than flashinfer: Triton, no checkpoint.
+bool gdn_prefill_checkpoints(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules,
+                             const GpuSpec* gpu);
 
 bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules);
 
