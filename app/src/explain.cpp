@@ -81,9 +81,24 @@ void add_memory_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOu
   if (act)
     out.terms.push_back(make_term("activation peak", replay, "GiB", f.activation_gib, leading_number(act->value),
                                   act->why + " (override: --activation-gib)"));
+  // SGLang prints no overhead, but its pre-load snapshot implies one: what the runtime's total
+  // had already lost before the weights (model_runner.py), with the total from --gpu.
+  std::optional<double> logged_nt = f.non_torch_gib;
+  bool nt_implied = false;
+  if (!logged_nt && f.pre_load_free_gib && r.capacity && r.capacity->gpu_memory_bytes > 0) {
+    logged_nt = gib_of(r.capacity->gpu_memory_bytes) - *f.pre_load_free_gib;
+    nt_implied = true;
+  }
   if (nt)
-    out.terms.push_back(make_term(nt->name, replay, "GiB", f.non_torch_gib, leading_number(nt->value),
-                                  nt->why + " (override: --non-torch-gib)"));
+    out.terms.push_back(make_term(nt->name, replay, "GiB", logged_nt, leading_number(nt->value),
+                                  nt->why + (nt_implied ? "; logged side = GPU total - \"Load weight begin\" free" : "") +
+                                      " (override: --non-torch-gib)",
+                                  nt_implied));
+  // SGLang's Mamba state pool: the requests it holds (kvsight's figure leads its assumption).
+  const Assumption* pool = find_assumption(r, "recurrent state pool");
+  if (pool && f.state_slots)
+    out.terms.push_back(make_term("recurrent state slots", replay, "requests",
+                                  static_cast<double>(*f.state_slots), leading_number(pool->value), pool->why));
   // The graph memory the budget subtracts: vLLM's estimate, where the version subtracts one
   // (vllm-profile-terms.md); the capture itself comes after the KV cache is sized, so a version
   // that subtracts nothing is compared with nothing.
@@ -190,6 +205,16 @@ void add_size_terms(const EngineLogFigures& f, const PlanItem& item, ExplainOutc
                                 *size * kGiB / static_cast<double>(*f.kv_tokens), per_token,
                                 "the model's KV layers at the KV dtype, per rank"));
   out.terms.back().implied = true;
+  // SGLang's Mamba pool holds max_mamba_cache_size + 1 slots (memory_pool.py MambaPool, 0.5.23):
+  // the logged conv + ssm sizes over them against kvsight's state per request.
+  if (f.state_slots && f.state_size_gib && r.kv.state_bytes_per_sequence > 0) {
+    out.terms.push_back(make_term("state bytes per request (implied)", "given KV memory", "B",
+                                  *f.state_size_gib * kGiB / static_cast<double>(*f.state_slots + 1),
+                                  static_cast<double>(r.kv.state_bytes_per_sequence),
+                                  "the recurrent layers' conv + ssm state per rank; logged side = conv + ssm "
+                                  "size / (max_mamba_cache_size + 1)"));
+    out.terms.back().implied = true;
+  }
 }
 
 std::string figure_text(double v, const std::string& unit) {

@@ -14,7 +14,7 @@ std::string signed_fixed(double v, int digits) { return (v >= 0 ? "+" : "") + fi
 
 std::string term_text(const std::optional<double>& v, const std::string& unit) {
   if (!v) return "-";
-  if (unit == "tokens" || unit == "blocks" || unit == "B")
+  if (unit == "tokens" || unit == "blocks" || unit == "B" || unit == "requests")
     return commas_text(static_cast<std::uint64_t>(std::llround(std::max(0.0, *v))));
   return fixed_text(*v, 2);
 }

@@ -32,6 +32,13 @@ struct EngineLogFigures {
   std::optional<std::uint64_t> max_model_len;   // "Maximum concurrency for N tokens per request" / non-default args
   std::optional<double> max_concurrency;        // "... : X.XXx"
   std::optional<double> kv_size_gib;    // SGLang K + V size ("GB" = 2^30 B, memory_pool.py), llama.cpp MiB
+  // SGLang "Load weight begin. avail mem=X GB": free memory before the weights, the smallest over
+  // the ranks that print it (the budget's pre-load snapshot, model_runner.py).
+  std::optional<double> pre_load_free_gib;
+  // SGLang "Mamba Cache is allocated. max_mamba_cache_size: N, conv_state size: A GB, ssm_state
+  // size: B GB": the state pool's requests and its conv + ssm bytes (N + 1 slots, memory_pool.py).
+  std::optional<std::uint64_t> state_slots;
+  std::optional<double> state_size_gib;
   std::optional<double> kv_needed_gib;  // vLLM "(X GiB KV cache is needed, ..." at max_model_len
   std::optional<std::uint64_t> estimated_max_model_len;  // vLLM "the estimated maximum model length is N"
   std::optional<std::string> engine_version;              // vLLM "vLLM API server version X" / banner "version X"

@@ -93,6 +93,16 @@ const LogLine kSglangPoolLine{
 const LogLine kSglangMlaPoolLine{"KV Cache is allocated. dtype: {T:dtype}, #tokens: {N:tokens}, KV size: {X:kv_gib} GB",
                                  "KV Cache is allocated. #tokens: {N:tokens}, KV size: {X:kv_gib} GB"};
 
+// Lines explain reads and plan does not print (srt/model_executor/model_runner.py, 0.5.x; the
+// log's "GB" is 2^30 B as above): the free memory before and after the weights ("mem usage" is
+// what loading took: the weights per rank; 0.5.8 prints "dtype=..." before "avail mem"), and the
+// Mamba state pool's line (mem_cache/memory_pool.py MambaPool, 0.5.21 / 0.5.23).
+const LogLine kSglangWeightBeginLine{"Load weight begin. avail mem={X:free} GB"};
+const LogLine kSglangWeightEndLine{"Load weight end. {*...}avail mem={X:free} GB, mem usage={X:weights} GB"};
+const LogLine kSglangMambaLine{
+    "Mamba Cache is allocated. max_mamba_cache_size: {N:slots}, conv_state size: {X:conv}GB, ssm_state size: "
+    "{X:ssm}GB"};
+
 // The torch dtype SGLang's pool prints for the KV cache type.
 std::string torch_dtype_name(const KvDtype& type) {
   if (type.name == "bf16") return "torch.bfloat16";
@@ -114,6 +124,18 @@ class SglangLogReader final : public EngineLogReader {
       read = kSglangMlaPoolLine.read(line, [&](const LogMatch& m) {
         f.kv_tokens = m.count("tokens");
         f.kv_size_gib = m.number("kv_gib");
+      });
+    if (!read)
+      read = kSglangWeightBeginLine.read(line, [&](const LogMatch& m) {
+        const double free = m.number("free");
+        f.pre_load_free_gib = f.pre_load_free_gib ? std::min(*f.pre_load_free_gib, free) : free;
+      });
+    if (!read)
+      read = kSglangWeightEndLine.read(line, [&](const LogMatch& m) { f.weights_gib = m.number("weights"); });
+    if (!read)
+      read = kSglangMambaLine.read(line, [&](const LogMatch& m) {
+        f.state_slots = m.count("slots");
+        f.state_size_gib = m.number("conv") + m.number("ssm");
       });
     return read ? LogLineRead::figures : LogLineRead::other;
   }
