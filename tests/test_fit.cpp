@@ -10,6 +10,8 @@
 #include "kvsight/app/fit.hpp"
 #include "kvsight/app/plan.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/gpu.hpp"
+#include "kvsight/number_text.hpp"
 #include "test_support.hpp"
 
 namespace kvsight {
@@ -353,8 +355,8 @@ TEST(Fit, BadInputNamesTheFlag) {
 
 // Issue #25 class 6: a 100,000-layer model with every GPU, --max-gpus 64 and every block size
 // ran for minutes (49,280 candidates, each planned in time linear in the layers). The search
-// is sized before it starts: 22 GPU kinds x 280 (TP, PP) pairs (sum over TP = 1..64 of
-// floor(64 / TP)) x 1 KV type x 8 block sizes = 49,280 candidates x 100,000 layers, over the
+// is sized before it starts: every catalog GPU kind x 280 (TP, PP) pairs (sum over TP = 1..64 of
+// floor(64 / TP)) x 1 KV type x 8 block sizes = 51,520 candidates with the 23 kinds of today x 100,000 layers, over the
 // bound of 10^8 layer plans (1,000 candidates for this model): exit 2 naming the flags. One GPU
 // kind up to 8 GPUs (20 pairs x 1 type x 1 block = 20 candidates) is searched.
 TEST(FitCli, ASearchTooLargeForTheModelIsRefusedBeforeItStarts) {
@@ -371,8 +373,13 @@ TEST(FitCli, ASearchTooLargeForTheModelIsRefusedBeforeItStarts) {
   std::uint64_t pairs = 0;
   for (std::uint64_t tp = 1; tp <= 64; ++tp) pairs += 64 / tp;
   EXPECT_EQ(pairs, 280u);
-  EXPECT_NE(run.err.find("--max-gpus: the search is 49,280 candidates (22 GPU kinds x 280 TP x PP pairs x 1 KV "
-                         "type x 8 block sizes) of a 100,000-layer model"),
+  // Every catalog GPU kind (23 with GB10): kinds x 280 pairs x 1 KV type x 8 block sizes.
+  const std::uint64_t kinds = gpu_catalog().size();
+  EXPECT_EQ(kinds, 23u);
+  const std::string candidates = commas_text(kinds * 280 * 8);
+  EXPECT_EQ(candidates, "51,520");
+  EXPECT_NE(run.err.find("--max-gpus: the search is " + candidates + " candidates (" + std::to_string(kinds) +
+                         " GPU kinds x 280 TP x PP pairs x 1 KV type x 8 block sizes) of a 100,000-layer model"),
             std::string::npos)
       << run.err;
   EXPECT_NE(run.err.find("at most 1,000 candidates for this model: narrow it with --gpus"), std::string::npos)

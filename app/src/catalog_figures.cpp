@@ -96,7 +96,9 @@ FigureDoc gpu_catalog_figures() {
                     {"memory_bytes", g.memory_bytes}, {"bandwidth_gbps", g.bandwidth_gbps},
                     {"multiprocessors", g.multiprocessors}, {"runtime_multiprocessors", g.runtime_multiprocessors},
                     {"l2_bytes", g.l2_bytes}, {"last_level_cache_bytes", g.last_level_cache_bytes},
-                    {"fp16_tflops", g.fp16_tflops}, {"source", g.source}});
+                    // null where the vendor publishes no dense FP16 figure (GB10)
+                    {"fp16_tflops", g.fp16_tflops > 0.0 ? nlohmann::json(g.fp16_tflops) : nlohmann::json(nullptr)},
+                    {"unified_memory", g.unified_memory}, {"source", g.source}});
     add_row(table, {g.id, g.name, g.arch, fixed_text(static_cast<double>(g.memory_bytes) / (1024.0 * 1024 * 1024), 2),
                     fixed_text(g.bandwidth_gbps, 0), std::to_string(g.multiprocessors),
                     fixed_text(static_cast<double>(g.l2_bytes) / (1024.0 * 1024), 0),

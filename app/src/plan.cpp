@@ -29,6 +29,8 @@ PlanItem plan_item(const EngineSetup& setup, const ModelSpec& model, const GpuSp
   if (gpu) item.gpu = *gpu;
   item.decision = decide(*setup.engine, model, gpu, setup.options);
   item.result = setup.engine->budget(item.decision, model, gpu, setup.options);
+  if (gpu && !setup.options.gpu_memory_bytes)
+    if (auto note = unified_memory_note(*gpu)) item.result.notes.push_back(*note);
   // What the config reader had to assume belongs next to the figures it affects.
   item.result.notes.insert(item.result.notes.begin(), model.notes.begin(), model.notes.end());
   std::vector<std::string> refused;

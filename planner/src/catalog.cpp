@@ -60,6 +60,7 @@ std::vector<GpuSpec> load_gpus() {
     spec.last_level_cache_bytes = u64(g, "last_level_cache_bytes");
     if (spec.last_level_cache_bytes == 0) spec.last_level_cache_bytes = spec.l2_bytes;
     spec.fp16_tflops = g.value("fp16_tflops", 0.0);
+    spec.unified_memory = g.value("unified_memory", false);
     spec.source = g.value("source", "");
     spec.notes = g.value("notes", "");
     spec.aliases = g.value("aliases", std::vector<std::string>{});

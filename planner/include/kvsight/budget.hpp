@@ -324,6 +324,9 @@ class Engine {
 // matched case-insensitively. Throws InputError("--engine", ...) listing the engines.
 std::unique_ptr<Engine> make_engine(const std::string& name);
 std::vector<std::string> engine_names();
+// What a unified-memory device (GpuSpec::unified_memory: GB10) means for every engine's budget,
+// for the plan's notes; nullopt for a device with memory of its own.
+std::optional<std::string> unified_memory_note(const GpuSpec& gpu);
 // Every engine, in registry order (for --help and flag tables).
 std::vector<std::unique_ptr<Engine>> all_engines();
 

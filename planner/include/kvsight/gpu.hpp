@@ -19,6 +19,9 @@ struct GpuSpec {
   std::uint64_t l2_bytes = 0;                 // L2
   std::uint64_t last_level_cache_bytes = 0;   // L2, or Infinity Cache / MALL where larger
   double fp16_tflops = 0.0;                   // dense fp16/bf16 tensor peak
+  // One memory pool shared with the CPU (GB10 / DGX Spark): the runtime's total and free figures
+  // count what the OS and the page cache hold (docs/reference/gpu-names.md).
+  bool unified_memory = false;
   std::string source;                         // where the figures come from
   std::string notes;
   // Other names users type for it (issue #22 item 6): short forms ("h100") and the names

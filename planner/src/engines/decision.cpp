@@ -6,6 +6,7 @@
 #include "common.hpp"
 #include "kvsight/engine_decision.hpp"
 #include "kvsight/error.hpp"
+#include "kvsight/number_text.hpp"
 
 namespace kvsight {
 
@@ -102,7 +103,22 @@ EngineDecision decide_with_gates(const Engine& engine, const ModelSpec& model, c
 
 PlanResult Engine::plan(const ModelSpec& model, const GpuSpec* gpu, const EngineOptions& options) const {
   const EngineDecision decision = decide(*this, model, gpu, options);
-  return budget(decision, model, gpu, options);
+  PlanResult result = budget(decision, model, gpu, options);
+  if (gpu != nullptr && !options.gpu_memory_bytes)
+    if (auto note = unified_memory_note(*gpu)) result.notes.push_back(*note);
+  return result;
+}
+
+std::optional<std::string> unified_memory_note(const GpuSpec& gpu) {
+  // The runtime's total is the machine's one pool, and what the OS and the page cache hold is
+  // "used" to every engine (torch.cuda.mem_get_info reads MemFree there; vllm-project/vllm
+  // #48140). The plan's budget is the total's; the node's free memory decides.
+  if (!gpu.unified_memory) return std::nullopt;
+  return gpu.id + " has unified memory: the OS and the page cache share its " +
+         fixed_text(static_cast<double>(gpu.memory_bytes) / (1024.0 * 1024.0 * 1024.0), 2) +
+         " GiB, so an engine that sizes from free memory (SGLang, TensorRT-LLM, vLLM 0.34's extensible "
+         "cache) gets less, and vLLM refuses to start when free memory < utilization x total; run "
+         "`kvsight preflight` on the node (it plans on the memory free there)";
 }
 
 }  // namespace kvsight

@@ -388,10 +388,16 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
   const bool v0 = !version.at_least(0, 8);
   const double total_gib = total_bytes ? to_gib(*total_bytes) : 0.0;
   const std::string gpu_name = gpu ? ascii_lower(gpu->name + " " + gpu->id) : "";
-  const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos;
+  // GB10 (DGX Spark, SM 12.1) stays on the small tier whatever its 121.69 GiB: through 0.32
+  // NvmlCudaPlatform.get_device_total_memory raises (NVML implements no memory query on it) and
+  // get_batch_defaults' except path takes device_memory = 0; 0.33 falls back to torch's total but
+  // adds is_gb10 to keep it small (platforms/cuda.py, engine/arg_utils.py, read in 0.32.0, 0.33.0
+  // and 0.34.0).
+  const bool gb10 = gpu != nullptr && gpu->arch == "sm_121";
+  const bool big_gpu = total_gib >= 70.0 && gpu_name.find("a100") == std::string::npos && !gb10;
   // >= 160 GiB (B200/B300, MI300X/MI325X): 16384 / 1024 for both usage contexts
   // (arg_utils.py get_batch_defaults, read in 0.33; rules_for).
-  const bool large_device = rules_for(version).large_device_tier && total_gib >= 160.0;
+  const bool large_device = rules_for(version).large_device_tier && total_gib >= 160.0 && !gb10;
   SchedulerLimits out;
   // V0 (0.6-0.7) turns chunked prefill on by itself when max_model_len > 32768 on a CUDA
   // device, with no sliding window (and, from 0.7, not on ROCm), and chunked prefill then
@@ -418,7 +424,10 @@ SchedulerLimits scheduler_limits(const Version& version, const EngineOptions& op
   } else {
     out.max_num_batched_tokens = options.vllm.api_server ? (big_gpu ? 8192 : 2048) : (big_gpu ? 16384 : 8192);
     out.max_num_seqs = big_gpu ? 1024 : 256;
-    out.why = std::string(big_gpu ? ">= 70 GiB and not an A100" : "< 70 GiB or an A100") + ", " +
+    out.why = std::string(big_gpu ? ">= 70 GiB and not an A100"
+                          : gb10  ? "GB10: NVML reports no memory (through 0.32) / is_gb10 (0.33+)"
+                                  : "< 70 GiB or an A100") +
+              ", " +
               (options.vllm.api_server ? "API server" : "offline LLM class") +
               " (arg_utils.py get_batch_defaults)";
   }
@@ -587,14 +596,20 @@ MemoryBudget memory_budget(const Version& version, const ModelSpec& model, const
     act = gib_to_bytes(*options.overheads.activation_gib, "--activation-gib");
     act_why = "given";
   }
+  // Not in vLLM's code (docs/reference/vllm-profile-terms.md "Not read from the code"): what the
+  // CUDA runtime, cuBLAS and NCCL take outside torch's allocator. Each range holds every published
+  // log that prints the term; what picks its end is said with it.
   std::uint64_t nt = static_cast<std::uint64_t>((options.tp == 1 ? 0.1 : 0.25) * kGiB);
   std::string nt_why = options.tp == 1
-                           ? "0.1 GiB at TP 1 (range 0.05-0.2)"
-                           : "0.25 GiB at TP > 1 over PCIe (range 0.2-0.3; NCCL buffers now outside)";
+                           ? "0.1 GiB at TP 1 (range 0.05-0.3: 0.24-0.26 GiB in 0.19 logs on H100, less on "
+                             "consumer boards; the kernels and libraries the profile loads pick it)"
+                           : "0.25 GiB at TP > 1 (range 0.2-2.2: 0.2-0.3 over PCIe; 2.07-2.13 GiB at TP 2-4 on "
+                             "NVLink H100s in 0.19 logs, where NCCL's channels and the all-reduce buffers pick the top)";
   if (options.tp > 1 && rules.measured_overheads) {
     // issue #13: NCCL / non-torch memory over NVLink at TP 2-4 is about 0.55 GiB in 0.26+ logs.
     nt = static_cast<std::uint64_t>(0.55 * kGiB);
-    nt_why = "0.55 GiB at TP > 1 (0.26+ logs, issue #13; range 0.25-0.8)";
+    nt_why = "0.55 GiB at TP > 1 (0.26+ logs, issue #13; range 0.25-2.2: 2.07-2.13 GiB at TP 2-4 on NVLink "
+             "H100s in 0.19 logs; NCCL's channels and the all-reduce buffers over NVLink pick the top)";
   }
   if (options.tp > 1 && version.major == 0 && version.minor == 10) {
     nt = static_cast<std::uint64_t>(1.4 * kGiB);
