@@ -9,7 +9,10 @@
 #     E4M3 K/V (bf16 q): the 16-byte copies (LDGSTS, cp.async) issued per thread
 #     per commit group in the main loop, and the plain 16-byte loads (LDG.E.128) left;
 #   - a Little's-law estimate of the fraction of H200 HBM the headline shape and
-#     the cliff shape reach, with and without split, for both K/V types.
+#     the cliff shape reach, with and without split, for both K/V types (latency only);
+#   - the issue-and-bandwidth model of the tile loop (scripts/kernel-model.py, issue #24
+#     item 1): per 32-token tile the instructions per warp, shared-memory wavefronts and
+#     HBM bytes, the predicted fraction of HBM on H200 and H100 and what binds.
 #
 #   - HIP (issue #24 item 3), when hipcc is found: the paged-decode kernels compiled
 #     to AMDGPU assembly for gfx90a, gfx1030 and gfx1100 (and gfx942 tried), and per
@@ -321,6 +324,17 @@ open(out_path, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
 PY
 [ $? -eq 0 ] || exit 3
+# ---- The issue-and-bandwidth model (issue #24 item 1): what the tile loop's instructions and
+# shared-memory wavefronts allow against HBM, per device, and which binds. The Little's-law table
+# above is the latency side only: a cap from the bytes in flight, not a prediction.
+{
+  echo
+  echo "## Issue-and-bandwidth model of the tile loop (scripts/kernel-model.py)"
+  echo
+  python3 "$ROOT/scripts/kernel-model.py" "$SASS"
+  echo
+} > "$WORK/report-model.md" || { echo "kernel-report: the tile-loop model failed" >&2; exit 3; }
+cat "$WORK/report-model.md" | tee -a "$OUT"
 # The HIP part, appended to the same report; its check decides the exit status.
 HIP_OUT="$WORK/report-hip.md"
 hip_report "$HIP_OUT"
