@@ -104,6 +104,10 @@ struct Quantization {
   std::string method;            // "" (none), gptq, awq, fp8, mxfp4, nvfp4, compressed-tensors, ...
   double bits_per_weight = 0.0;  // on quantized linears; 0 = weights at the model dtype
   std::uint32_t group_size = 0;
+  // compressed-tensors quantization_config.ignore: modules left at the model dtype (names or
+  // "re:" Python regexes, compressed-tensors utils/match.py); the weight estimate applies them
+  // per group of linears (planner/src/model/weights.cpp).
+  std::vector<std::string> ignore;
 };
 
 // A GGUF's tensor bytes by where llama.cpp loads them (src/llama-arch.cpp LLM_TENSOR_INFOS, b11312):

@@ -8,6 +8,12 @@
 
 namespace kvsight::hf_config {
 
+namespace {
+// Bounds on quantization_config.ignore: real configs list a few to a few hundred modules.
+constexpr std::size_t kMaxIgnoreEntries = 4096;
+constexpr std::size_t kMaxIgnoreChars = 1024;
+}  // namespace
+
 Quantization read_quantization(const ConfigReader& r) {
   Quantization q;
   const json* v = r.find_anywhere("quantization_config");
@@ -102,6 +108,25 @@ Quantization read_quantization(const ConfigReader& r) {
     }
     q.group_size = group > 0 ? static_cast<std::uint32_t>(group) : 0;
     q.bits_per_weight = bits + (group > 0 ? 16.0 / group : 0.0);
+    // ignore: the modules kept at the model dtype, names or "re:" patterns (compressed-tensors
+    // QuantizationConfig.ignore). Bounded: a config lists a handful; thousands are refused.
+    if (auto ig = c.find("ignore"); ig != c.end() && !ig->is_null()) {
+      if (!ig->is_array())
+        throw InputError("quantization_config.ignore", "is " + describe(*ig) + "; a list of module names is required");
+      if (ig->size() > kMaxIgnoreEntries)
+        throw InputError("quantization_config.ignore",
+                         "has " + std::to_string(ig->size()) + " entries; allowed: at most " +
+                             std::to_string(kMaxIgnoreEntries));
+      for (std::size_t i = 0; i < ig->size(); ++i) {
+        const json& e = (*ig)[i];
+        const std::string field = "quantization_config.ignore[" + std::to_string(i) + "]";
+        if (!e.is_string()) throw InputError(field, "is " + describe(e) + "; a module name or \"re:\" pattern is required");
+        if (e.get_ref<const std::string&>().size() > kMaxIgnoreChars)
+          throw InputError(field, "is " + std::to_string(e.get_ref<const std::string&>().size()) +
+                                      " characters; allowed: at most " + std::to_string(kMaxIgnoreChars));
+        q.ignore.push_back(e.get<std::string>());
+      }
+    }
   } else if (q.method == "bitnet") {
     q.bits_per_weight = 1.58;
   } else if (!q.method.empty()) {

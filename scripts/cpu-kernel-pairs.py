@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Each x86 cpu-backend decode kernel against the stream read of the same moment (issue #24 item 5).
+
+Runs `kvsight probe attention --backend cpu` at issue #24's headline shape (split-KV, batch 4,
+8 KV / 32 Q heads, head_dim 128, context 32,768, block 16, all hardware threads) once per kernel
+path per round, the paths interleaved within each round and the order rotated between rounds, so
+that a drift of the machine's memory speed falls on every path alike. Each invocation measures its
+own stream read first and then the kernel (`ratio_to_stream`: the pair); the figure reported per
+path is the median of its pairs' ratios, with their range, beside the medians of the kernel's and
+the stream's GB/s. Each result is checked against float64 by the probe (`correct`); a wrong one
+stops the script (exit 1).
+
+Usage: cpu-kernel-pairs.py KVSIGHT [ROUNDS=6] [--context N] [--markdown]
+Prints the CPU (model name and the AVX-512 flags it has) and one row per (dtype, kernel).
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+PATHS = [("bf16", "avx512-bf16"), ("bf16", "avx2"), ("bf16", "portable"),
+         ("fp16", "avx512-fp16"), ("fp16", "avx2"), ("fp16", "portable")]
+
+
+def cpu_model():
+    model, flags = "unknown", set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and model == "unknown":
+                model = line.split(":", 1)[1].strip()
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    return model, flags
+
+
+def supported(kernel, flags):
+    if kernel == "avx512-bf16":
+        return "avx512_bf16" in flags
+    if kernel == "avx512-fp16":
+        return {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+    if kernel == "avx2":
+        return {"avx2", "fma", "f16c"} <= flags
+    return True
+
+
+def run(binary, dtype, kernel, context):
+    cmd = [binary, "probe", "attention", "--backend", "cpu", "--kernel", "splitkv", "--context", str(context),
+           "--batch", "4", "--kv-heads", "8", "--q-heads", "32", "--head-dim", "128", "--dtype", dtype,
+           "--block-size", "16", "--cpu-kernel", kernel, "--format", "json"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise SystemExit(f"cpu-kernel-pairs: {' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
+    j = json.loads(r.stdout)
+    if not j.get("correct", False):
+        print(f"cpu-kernel-pairs: {dtype} {kernel}: result wrong against float64", file=sys.stderr)
+        sys.exit(1)
+    return j["gbps"], j["stream_read_gbps"], j["ratio_to_stream"]
+
+
+def main(argv):
+    if len(argv) < 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) >= 2 else 2
+    binary = argv[1]
+    rounds, context = 6, 32768
+    rest = argv[2:]
+    if rest and rest[0].isdigit():
+        rounds = int(rest.pop(0))
+    if rest[:1] == ["--context"] and len(rest) >= 2:
+        context = int(rest[1])
+    model, flags = cpu_model()
+    paths = [p for p in PATHS if supported(p[1], flags)]
+    results = {p: [] for p in paths}
+    for r in range(rounds):
+        order = paths[r % len(paths):] + paths[:r % len(paths)]
+        for dtype, kernel in order:
+            results[(dtype, kernel)].append(run(binary, dtype, kernel, context))
+            print(f"round {r + 1}/{rounds}: {dtype} {kernel} {results[(dtype, kernel)][-1][2]:.3f}",
+                  file=sys.stderr)
+    avx512 = sorted(f for f in flags if f.startswith("avx512"))
+    print(f"CPU: {model}; {' '.join(avx512) or 'no AVX-512'}; rounds {rounds}, context {context}")
+    print()
+    print("| dtype | kernel | pairs | median ratio to stream | range | median kernel GB/s | median stream GB/s |")
+    print("|---|---|---:|---:|---|---:|---:|")
+    for (dtype, kernel), rows in results.items():
+        ratios = [x[2] for x in rows]
+        print(f"| {dtype} | {kernel} | {len(rows)} | {statistics.median(ratios):.2f} | "
+              f"{min(ratios):.2f}-{max(ratios):.2f} | {statistics.median(x[0] for x in rows):.1f} | "
+              f"{statistics.median(x[1] for x in rows):.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
