@@ -231,7 +231,9 @@ GraphTerm graph_term(const Version& v, bool v2_runner, const EngineOptions& opti
           std::to_string(largest) + " tokens of forward activations) + (" + std::to_string(g.piecewise_graphs) +
           " - 1 + " + std::to_string(g.full_graphs) +
           " - 1) graphs x 1 MiB, the code's floor per graph; each graph's real cost is measured at start-up "
-          "(the log's 'Estimated CUDA graph memory' or 'CUDA graph pool memory ... (estimated)')";
+          "(the log's 'Estimated CUDA graph memory' or 'CUDA graph pool memory ... (estimated)'); range: this "
+          "floor to about 0.7 GiB, the estimates 0.2x logs print at TP 1 (what the captured kernels hold picks it; "
+          "--cuda-graph-gib takes a logged one)";
   return g;
 }
 
