@@ -109,15 +109,18 @@ bool prefix_caching_align(const ModelSpec& model, const EngineOptions& options, 
   return rules.hybrid_prefix_caching && model.attention_layer_count() > 0;
 }
 
+// Everything but the device: a 0.33+ gated delta-net hybrid in align mode whose
+// --gdn-prefill-backend is "auto" (unset) or "flashinfer" (the other backends export no checkpoint).
+static bool gdn_checkpoints_if_flashinfer(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules) {
+  const std::string& requested = options.vllm.gdn_prefill_backend;
+  return rules.gdn_flashinfer_checkpoint && model.recurrent &&
+         model.recurrent->kind == RecurrentKind::gated_delta_net && prefix_caching_align(model, options, rules) &&
+         (requested.empty() || requested == "flashinfer");
+}
+
 bool gdn_prefill_checkpoints(const ModelSpec& model, const EngineOptions& options, const VersionRules& rules,
                              const GpuSpec* gpu) {
-  if (!rules.gdn_flashinfer_checkpoint || gpu == nullptr || !model.recurrent ||
-      model.recurrent->kind != RecurrentKind::gated_delta_net || !prefix_caching_align(model, options, rules))
-    return false;
-  // --gdn-prefill-backend: "auto" (unset) and "flashinfer" take FlashInfer where supported;
-  // the other backends export no checkpoint.
-  const std::string& requested = options.vllm.gdn_prefill_backend;
-  if (!requested.empty() && requested != "flashinfer") return false;
+  if (gpu == nullptr || !gdn_checkpoints_if_flashinfer(model, options, rules)) return false;
   // is_device_capability(90) is SM 9.0 exactly; the Blackwell families need head_k_dim 128.
   const unsigned cc = compute_capability(*gpu);
   if (cc == 90) return true;
@@ -1200,8 +1203,7 @@ BlockSizeChoice VllmEngine::block_size(const ModelSpec& target, const GpuSpec* g
     derivation += "; FlashInfer's GDN prefill on " + gpu->arch +
                   " exports prefill checkpoints: the block is a multiple of 64 and each GDN layer keeps a "
                   "third state page (qwen_gdn_linear_attn.py, platforms/interface.py _align_hybrid_block_size)";
-  else if (gpu == nullptr && rules.gdn_flashinfer_checkpoint && model.recurrent &&
-           model.recurrent->kind == RecurrentKind::gated_delta_net && prefix_caching_align(model, options, rules) &&
+  else if (gpu == nullptr && gdn_checkpoints_if_flashinfer(model, options, rules) &&
            options.vllm.gdn_prefill_backend.empty())
     derivation += "; no --gpu: the Triton GDN prefill assumed; on SM 9.0 and Blackwell FlashInfer's prefill "
                   "raises the block to a multiple of 64 and keeps a third state page";
