@@ -16,8 +16,14 @@
 // unnormalised avoids the divide/multiply round trip that vllm-xpu-kernels PR
 // #204 found lossy.
 //
-// Built for bandwidth (issue #15; FlashInfer include/flashinfer/attention/decode.cuh
-// for the ideas, docs/reference/kernels.md for the arithmetic):
+// Two walks of a program's tokens serve both kernels (DecodeWalker picks one per
+// instance at compile time): on CUDA, where the GQA group's registers allow it, the
+// warp-split walk of warp_walker.cuh (each warp its own chunks, issue #24 item 2);
+// otherwise the shared-tile walk below (TileWalker).
+//
+// The shared-tile walk, built for bandwidth (issue #15; FlashInfer
+// include/flashinfer/attention/decode.cuh for the ideas, docs/reference/kernels.md
+// for the arithmetic):
 //  - the physical offsets of a tile's 32 rows are computed once per tile, by 32
 //    threads, one tile ahead, into shared memory: no K/V load waits on a
 //    block-table load;
@@ -45,6 +51,9 @@
 #include "fast_divider.hpp"
 #include "paged_decode_params.hpp"
 #include "portability.cuh"
+#include "warp_walker.cuh"
+
+#include <type_traits>
 
 namespace kvsight::kernels {
 inline namespace KVS_RUNTIME_NAMESPACE {
@@ -75,11 +84,6 @@ struct DecodeShared {
   float rescale[GROUP];
 };
 
-template <int HEAD_DIM, int GROUP>
-constexpr int accumulators_per_thread() {
-  return (GROUP * HEAD_DIM + kThreadsPerProgram - 1) / kThreadsPerProgram;
-}
-
 // The online softmax gives one lane of a wave to each token of a tile.
 static_assert(kTileTokens <= 32, "a tile must fit the smallest wave (32 lanes)");
 static_assert(kTileTokens <= kThreadsPerProgram, "one thread per tile row computes the row offsets");
@@ -89,6 +93,7 @@ template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 struct TileWalker {
   static_assert(kTileTokens <= KVS_WAVE_SIZE, "a tile must fit the wave");
   using KvStorage = typename Element<KV>::Storage;
+  using Shared = DecodeShared<KvStorage, HEAD_DIM, GROUP>;
   static constexpr int kPerWord = 4 / static_cast<int>(sizeof(KvStorage));  // elements per 32-bit word
   static constexpr int kPerChunk = 4 * kPerWord;                            // elements per 16-byte copy
   static constexpr int kChunksPerRow = HEAD_DIM / kPerChunk;  // 16-byte chunks of one K or V row
@@ -106,6 +111,12 @@ struct TileWalker {
   // HIP: the next tile, held in registers while the current one is consumed.
   uint4 k_next[KVS_KV_STAGES == 1 ? kCopiesPerThread : 1];
   uint4 v_next[KVS_KV_STAGES == 1 ? kCopiesPerThread : 1];
+
+  static __device__ __forceinline__ TileWalker make(const PagedDecodeParams& p, FastDivider divider, Shared& s,
+                                                    const int* table, const KvStorage* k, const KvStorage* v,
+                                                    int kv_head) {
+    return TileWalker{p, divider, s, table, k, v, kv_head, {}, {}};
+  }
 
   __device__ __forceinline__ long long offset_of(int token) const {
     std::uint32_t block_index = 0, within = 0;
@@ -283,23 +294,30 @@ struct TileWalker {
   }
 };
 
+// The walk an instance runs: the warp-split one (warp_walker.cuh) on CUDA where the
+// group's registers allow it, the shared-tile one otherwise (HIP, and the groups
+// above 8 for 16-bit K/V or above 4 for fp8).
+#if KVS_HIP
+template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+using DecodeWalker = TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
+#else
+template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
+using DecodeWalker = std::conditional_t<warp_walk_fits<KV, GROUP>(), WarpWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>,
+                                        TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>>;
+#endif
+
 template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 __global__ void __launch_bounds__(kThreadsPerProgram)
     paged_decode_nosplit(PagedDecodeParams p, FastDivider block_divider) {
-  using Walker = TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& shared = *reinterpret_cast<DecodeShared<typename Walker::KvStorage, HEAD_DIM, GROUP>*>(shared_bytes);
+  using Walker = DecodeWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
+  KVS_DYNAMIC_SHARED(shared_bytes);
+  auto& shared = *reinterpret_cast<typename Walker::Shared*>(shared_bytes);
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
-  Walker walker{p,
-                block_divider,
-                shared,
-                p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
-                static_cast<const typename Walker::KvStorage*>(p.k_cache),
-                static_cast<const typename Walker::KvStorage*>(p.v_cache),
-                kv_head,
-                {},
-                {}};
+  Walker walker = Walker::make(p, block_divider, shared,
+                               p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
+                               static_cast<const typename Walker::KvStorage*>(p.k_cache),
+                               static_cast<const typename Walker::KvStorage*>(p.v_cache), kv_head);
   float acc[Walker::kAcc];
   walker.attend(acc, seq, 0, p.seq_lens[seq]);
   const int group = p.q_per_kv;
@@ -319,24 +337,19 @@ __global__ void __launch_bounds__(kThreadsPerProgram)
 template <typename T, typename KV, int HEAD_DIM, int GROUP, int BLOCK_SIZE>
 __global__ void __launch_bounds__(kThreadsPerProgram)
     paged_decode_splitkv(PagedDecodeParams p, FastDivider block_divider) {
-  using Walker = TileWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
-  auto& shared = *reinterpret_cast<DecodeShared<typename Walker::KvStorage, HEAD_DIM, GROUP>*>(shared_bytes);
+  using Walker = DecodeWalker<T, KV, HEAD_DIM, GROUP, BLOCK_SIZE>;
+  KVS_DYNAMIC_SHARED(shared_bytes);
+  auto& shared = *reinterpret_cast<typename Walker::Shared*>(shared_bytes);
   const int kv_head = blockIdx.x;
   const int seq = blockIdx.y;
   const int split = blockIdx.z;
   const int seq_len = p.seq_lens[seq];
   const int begin = min(seq_len, split * p.tokens_per_split);
   const int end = min(seq_len, begin + p.tokens_per_split);
-  Walker walker{p,
-                block_divider,
-                shared,
-                p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
-                static_cast<const typename Walker::KvStorage*>(p.k_cache),
-                static_cast<const typename Walker::KvStorage*>(p.v_cache),
-                kv_head,
-                {},
-                {}};
+  Walker walker = Walker::make(p, block_divider, shared,
+                               p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq,
+                               static_cast<const typename Walker::KvStorage*>(p.k_cache),
+                               static_cast<const typename Walker::KvStorage*>(p.v_cache), kv_head);
   float acc[Walker::kAcc];
   walker.attend(acc, seq, begin, end);
   const int group = p.q_per_kv;
@@ -431,7 +444,14 @@ __global__ void __launch_bounds__(kThreadsPerProgram) paged_decode_reduce(PagedD
   }
 }
 
+// Dynamic shared memory of an instance: its walk's Shared (block size and q type do not change it).
+template <typename KV, int HEAD_DIM, int GROUP>
+constexpr std::size_t decode_shared_bytes() {
+  return sizeof(typename DecodeWalker<kvs_bf16, KV, HEAD_DIM, GROUP, kCompiledBlockSize>::Shared);
+}
+
 // ---- Host side.
+#if !defined(KVS_SIMT_EMULATION)  // the emulation (tests/simt_emulation.hpp) launches kernels itself
 
 // Throws std::invalid_argument (the backends turn it into an InputError naming
 // "kernel") for parameters a kernel would read out of bounds with or silently
@@ -458,11 +478,6 @@ inline void check_launch(const PagedDecodeParams& p, bool split) {
     fail("num_splits x tokens_per_split = " + std::to_string(covered) +
          " does not cover a context of more than " + std::to_string(longest_floor) +
          " tokens (or passes 2^31 - 1)");
-}
-
-template <typename KV, int HEAD_DIM, int GROUP>
-constexpr std::size_t decode_shared_bytes() {
-  return sizeof(DecodeShared<typename Element<KV>::Storage, HEAD_DIM, GROUP>);
 }
 
 // Raises a kernel's dynamic shared-memory limit once (CUDA needs it above 48 KiB).
@@ -551,6 +566,8 @@ inline int paged_decode_splitkv_ctas_per_multiprocessor(const PagedDecodeParams&
                       { ctas = DecodeInstance<T, KV, HD, GROUP, BS, true>::ctas_per_multiprocessor(); });
   return ctas;
 }
+
+#endif  // !KVS_SIMT_EMULATION
 
 }  // namespace KVS_RUNTIME_NAMESPACE
 }  // namespace kvsight::kernels

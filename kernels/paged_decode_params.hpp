@@ -40,6 +40,12 @@ inline std::string block_sizes_text() {
 // Threads per program (thread block). 128 = vLLM paged_attention v1/v2's
 // NUM_THREADS (csrc/attention/paged_attention_v1.cu).
 constexpr int kThreadsPerProgram = 128;
+// Output elements of a program's [group, head_dim] block each thread holds after
+// a walk (element e = thread + i x kThreadsPerProgram): the walks' common layout.
+template <int HEAD_DIM, int GROUP>
+constexpr int accumulators_per_thread() {
+  return (GROUP * HEAD_DIM + kThreadsPerProgram - 1) / kThreadsPerProgram;
+}
 // Largest GQA group one program serves (vLLM ROCm custom kernel admits GQA 1..16,
 // vllm/platforms/rocm.py use_rocm_custom_paged_attention).
 constexpr int kMaxGqa = 16;

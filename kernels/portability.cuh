@@ -3,7 +3,13 @@
 // (HIP), in the manner of llama.cpp ggml/src/ggml-cuda/vendors/hip.h: CUDA names
 // are the spelling used everywhere, and on HIP they are #defined to the hip names.
 // Kernel bodies use only the names and helpers defined here: no #ifdef in them.
-#if defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
+#if defined(KVS_SIMT_EMULATION)
+// Tests: the kernels' source on a CPU (tests/simt_emulation.hpp names the header).
+#include KVS_SIMT_EMULATION
+#define KVS_HIP 0
+using kvs_bf16 = __nv_bfloat16;
+#define KVS_RUNTIME_NAMESPACE simt_emulation
+#elif defined(__HIPCC__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_bfloat16.h>
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
@@ -112,6 +118,13 @@ struct kvs_fp8_e4m3 {};
 #define KVS_SHFL_XOR(value, mask) __shfl_xor_sync(0xffffffffu, (value), (mask), KVS_WAVE_SIZE)
 #endif
 
+// Declares NAME as the block's dynamic shared memory (16-byte aligned bytes).
+#if defined(KVS_SIMT_EMULATION)
+#define KVS_DYNAMIC_SHARED(NAME) unsigned char* NAME = KVS_EMULATED_DYNAMIC_SHARED()
+#else
+#define KVS_DYNAMIC_SHARED(NAME) extern __shared__ __align__(16) unsigned char NAME[]
+#endif
+
 namespace kvsight::kernels {
 inline namespace KVS_RUNTIME_NAMESPACE {
 
@@ -170,6 +183,22 @@ __device__ __forceinline__ void copy16_async(void* shared_destination, const voi
   *static_cast<uint4*>(shared_destination) = *static_cast<const uint4*>(global_source);
 #endif
 }
+
+// copy16_async, or 16 zero bytes when !valid, without reading the source:
+// cp.async's src-size operand 0 zero-fills (PTX ISA, cp.async). A chunk's rows past
+// the end of the context stay finite, so a weight of 0 never meets a NaN.
+__device__ __forceinline__ void copy16_async_or_zero(void* shared_destination, const void* global_source,
+                                                     bool valid) {
+#if KVS_HAS_CP_ASYNC
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(address), "l"(global_source),
+               "r"(valid ? 16 : 0));
+#else
+  *static_cast<uint4*>(shared_destination) =
+      valid ? *static_cast<const uint4*>(global_source) : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+
 // Closes the group of copies issued since the last commit.
 __device__ __forceinline__ void copy_commit() {
 #if KVS_HAS_CP_ASYNC
