@@ -1,47 +1,47 @@
 #!/usr/bin/env python3
-"""Issue-and-bandwidth model of the CUDA paged-decode tile loop, from its sm_90 SASS (issue #24 item 1).
+"""Issue-and-bandwidth model of the CUDA paged-decode chunk loop, from its sm_90 SASS (issue #24 items 1, 2).
 
-For each kernel instance of the two shapes issue #24 names (headline: split-KV, hd128, GQA group 4;
-cliff: hd256, 12 Q / 2 KV heads = group 6 on the group-8 instance), it reads the tile loop out of
-`cuobjdump -sass`, counts per 32-token tile the instructions each warp issues, the shared-memory
-wavefronts and the HBM bytes of one program (CTA), and with each device's SM count, clock and HBM
-bandwidth predicts the fraction of HBM the loop can reach and names the resource that binds:
-issue, shared memory or HBM (latency is checked separately by Little's law in kernel-report.sh).
+For the split-KV instance of each shape issue #24 names (headline: hd128, GQA group 4; cliff: hd256,
+12 Q / 2 KV heads = group 6 on the group-8 instance) it reads the warp-split walk's chunk loop
+(kernels/warp_walker.cuh) out of `cuobjdump -sass`, counts what one warp issues per chunk, the
+shared-memory wavefronts and the HBM bytes, and with each device's SM count, clock and HBM bandwidth
+predicts the fraction of HBM the loop can reach and names the resource that binds: issue, shared
+memory or HBM (latency is checked separately by Little's law in kernel-report.sh).
 
-How the SASS is read (the method of docs/measurements.md "Issue and shared memory per tile"):
-  - a loop is a backward BRA; the tile loop is the largest one holding LDGDEPBAR (the cp.async
-    commit of the next tile); the loops inside it are classified by what they hold:
-      K:       the one top-level loop with a loop nested in it (the (head, token) pairs loop, its
-               nested loop the unrolled K-chunk dot product),
-      V main:  loops with 16 LDS.U16 (16 tokens of one V element, unrolled),
-      V tail:  loops with fewer LDS.U16 (the remainder of a partial tile: 0 trips on a full one),
-      softmax: the remaining top-level loop (one head's max, exp and sum per warp);
-  - trips per tile follow from the kernel's structure (kernels/paged_decode.cuh): with 128 threads
-    (4 warps) and 32 tokens a tile, warp w runs ceil((group x 32 - 32 w) / 128) pair trips, each
-    with head_dim / (FFMA of the nested body) K-chunk trips; ceil((group - w) / 4) softmax trips;
-    and min(kAcc, ceil((group x head_dim - 32 w) / 128)) active V accumulators of 32 / 16 = 2 trips;
-  - the instructions of the tile loop outside these loops (guards, the copy issue, barriers, the
-    paths of ifs) run in part, which the SASS does not say: 0 at the optimistic end, all of them
-    at the pessimistic end, so every figure is a range;
-  - shared memory, per warp: a K-row LDS.128 reads 32 different rows, 4 wavefronts of 128 B; the
-    q and score loads are broadcasts, 1 wavefront; an LDS.U16 of V is 1; the cp.async writes of
-    the next tile are its bytes / 128. One wavefront per SM per cycle.
-  - per SM and tile: issue cycles = the busiest warp's instructions (4 schedulers, warp w of every
-    resident CTA on scheduler w); shared-memory cycles = the CTA's wavefronts; HBM cycles = the
-    tile's K and V bytes / (bandwidth / SMs / clock). Fraction of HBM = HBM / max of the three.
+How the SASS is read (docs/measurements.md, "Issue and shared memory per chunk"):
+  - a loop is a backward BRA; the chunk loop is the smallest loop that holds both LDGDEPBAR (the
+    cp.async commit of the warp's next chunk) and LDGSTS (its copies);
+  - its structure is checked against the kernel: 2 x 8 LDGSTS (8 steps of K and of V rows), 16
+    LDS.128 (the same rows read back), at least 2 x 8 x group x (head_dim x 32 / 512) FFMA (the
+    template group's q.K and p.V products of 8 steps); a mismatch means the model is out of date;
+  - every instruction of the loop body is on the path of a chunk that is not one of the warp's last
+    two: its guarded blocks are the next chunk's copies, the chunk after next's block-table load and
+    its row offsets, all of which then run. So the instructions per warp per chunk are the loop
+    body, counted once each (sm_90 issues one instruction per scheduler per cycle; `@!PT` fillers
+    included, which take a slot);
+  - shared memory, per warp and chunk: an LDS.128 of the warp reads 512 contiguous bytes (kRowsPerStep
+    rows of head_dim elements), 4 wavefronts of 128 B; an LDGSTS writes 512 contiguous bytes, 4
+    wavefronts; any other LDS / STS (row offsets: 1 or 2 distinct 8-byte words) 1 wavefront; an
+    `@!PT` one none. One wavefront per SM per cycle;
+  - per SM: each of the 4 schedulers runs its own warps (warp w of every resident program on
+    scheduler w), so in the time one chunk of each warp is issued, the SM moves 4 chunks' bytes and
+    serves 4 chunks' wavefronts. Issue cycles = one chunk's instructions; shared-memory cycles = 4 x
+    its wavefronts; HBM cycles = 4 x its bytes / (bandwidth / SMs / clock). Fraction of HBM = HBM /
+    the largest of the three. The warps' merge and the epilogue run once per program: outside this
+    steady-state figure (kernel-report.sh prints the function's size).
 
-Usage: kernel-model.py SASS_FILE [--markdown]   (SASS_FILE may be .gz). Exit 0, 2 usage, 3 when
-an instance is missing or its loops do not have the expected structure (the model is out of date).
+Usage: kernel-model.py SASS_FILE   (SASS_FILE may be .gz). Exit 0, 2 usage, 3 when an instance is
+missing or its loop does not have the expected structure (the model is out of date).
 """
 import collections
 import gzip
-import math
 import re
 import sys
 
-THREADS = 128  # kThreadsPerProgram
-WARPS = THREADS // 32
-TILE = 32  # kTileTokens
+SCHEDULERS = 4  # per SM on sm_90 (4 SM sub-partitions), each issuing one warp instruction per cycle
+STEPS = 8  # kStepsPerChunk (kernels/warp_walker.cuh)
+LANE_BYTES = 16  # one 16-byte copy or LDS.128 per lane
+WARP_BYTES = 32 * LANE_BYTES  # 512: one warp-wide LDS.128 or LDGSTS
 
 # Devices: SMs, max boost clock (GHz), HBM bandwidth (TB/s), from NVIDIA's datasheets
 # (H100 SXM5 and H200 SXM: 132 SMs, 1,980 MHz max boost; 3.35 and 4.8 TB/s).
@@ -57,7 +57,7 @@ SHAPES = [
     ("cliff: hd256, 12 Q / 2 KV = group 6 on <bf16, bf16, 256, 8, 16>", 256, 8, 6),
 ]
 
-INSN = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)(.*?);")
+INSN = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)(.*?);")
 
 
 class ModelError(Exception):
@@ -77,13 +77,14 @@ def read_functions(path, wanted):
             if current:
                 m = INSN.match(line)
                 if m:
-                    funcs[current].append((int(m.group(1), 16), m.group(2), m.group(3)))
+                    guard = (m.group(2) or "").strip()
+                    funcs[current].append((int(m.group(1), 16), m.group(3), m.group(4), guard))
     return funcs
 
 
 def loops_of(ins):
     out = []
-    for addr, op, args in ins:
+    for addr, op, args, _ in ins:
         if op == "BRA":
             t = re.search(r"0x([0-9a-f]+)", args)
             if t and int(t.group(1), 16) < addr:
@@ -91,86 +92,63 @@ def loops_of(ins):
     return out
 
 
-def body(ins, loop):
-    return [x for x in ins if loop[0] <= x[0] <= loop[1]]
+def analyse(ins, head_dim, template_group):
+    def body(loop):
+        return [x for x in ins if loop[0] <= x[0] <= loop[1]]
 
+    def has(loop, op):
+        return any(x[1].startswith(op) for x in body(loop))
 
-def count(ins, loop, op):
-    return sum(1 for x in body(ins, loop) if x[1] == op)
-
-
-def analyse(ins, head_dim, template_group, group):
-    loops = loops_of(ins)
-    tiles = [l for l in loops if any(op == "LDGDEPBAR" and l[0] <= a <= l[1] for a, op, _ in ins)]
-    if not tiles:
-        raise ModelError("no loop holds LDGDEPBAR: no tile loop")
-    tile = max(tiles, key=lambda l: l[1] - l[0])
-    inner = [l for l in loops if tile[0] <= l[0] and l[1] < tile[1] and l != tile]
-    top = [l for l in inner if not any(o != l and o[0] <= l[0] and l[1] <= o[1] for o in inner)]
-    nested = {l: [o for o in inner if o != l and l[0] <= o[0] and o[1] <= l[1]] for l in top}
-    k_loops = [l for l in top if nested[l]]
-    v_main = [l for l in top if not nested[l] and count(ins, l, "LDS.U16") == 16]
-    v_tail = [l for l in top if not nested[l] and 0 < count(ins, l, "LDS.U16") < 16]
-    softmax = [l for l in top if l not in k_loops and l not in v_main and l not in v_tail]
-    k_acc = math.ceil(template_group * head_dim / THREADS)
-    if len(k_loops) != 1 or len(nested[k_loops[0]]) != 1:
-        raise ModelError(f"expected one pairs loop with one K-chunk loop, found {len(k_loops)}")
-    if len(v_main) != k_acc or len(v_tail) != k_acc:
-        raise ModelError(f"expected {k_acc} V loops and {k_acc} V tails (kAcc), found {len(v_main)} / {len(v_tail)}")
-    if len(softmax) != 1:
-        raise ModelError(f"expected one softmax loop, found {len(softmax)}")
-    pairs, kchunk, soft = k_loops[0], nested[k_loops[0]][0], softmax[0]
-    n = lambda l: len(body(ins, l))
-    kchunk_ffma = count(ins, kchunk, "FFMA")
-    if kchunk_ffma == 0 or head_dim % kchunk_ffma:
-        raise ModelError(f"K-chunk loop has {kchunk_ffma} FFMA, not a divisor of head_dim {head_dim}")
-    kchunk_trips = head_dim // kchunk_ffma
-    k_row_loads = kchunk_ffma // 8  # one 16-byte LDS.128 per 8 bf16 K elements
-    q_loads = count(ins, kchunk, "LDS.128") - k_row_loads
-    v_u16 = count(ins, v_main[0], "LDS.U16")
-    v_trips = TILE // v_u16
-    v_bcast = count(ins, v_main[0], "LDS.128")
-    per_pair = n(pairs) - n(kchunk) + kchunk_trips * n(kchunk)
-    straight = n(tile) - sum(n(l) for l in top)
-
-    warps = []
-    for w in range(WARPS):
-        p = max(0, math.ceil((group * TILE - 32 * w) / THREADS))
-        s = max(0, math.ceil((group - w) / WARPS))
-        v = min(k_acc, max(0, math.ceil((group * head_dim - 32 * w) / THREADS)))
-        insns = p * per_pair + s * n(soft) + v * v_trips * n(v_main[0])
-        wave = p * kchunk_trips * (k_row_loads * 4 + q_loads) + v * v_trips * (v_u16 + v_bcast)
-        warps.append((p, s, v, insns, wave))
-    tile_bytes = TILE * head_dim * 2 * 2  # K and V, bf16, one KV head per program
-    wavefronts = sum(x[4] for x in warps) + tile_bytes // 128  # + the cp.async writes
+    loops = [l for l in loops_of(ins) if has(l, "LDGDEPBAR") and has(l, "LDGSTS")]
+    if not loops:
+        raise ModelError("no loop holds both LDGDEPBAR and LDGSTS: no chunk loop")
+    loop = min(loops, key=lambda l: l[1] - l[0])
+    insns = body(loop)
+    ops = collections.Counter(op for _, op, _, _ in insns)
+    copies = sum(n for op, n in ops.items() if op.startswith("LDGSTS"))
+    lds128 = ops["LDS.128"]
+    ffma = ops["FFMA"]
+    # FFMA of one chunk: 8 steps x (q.K + p.V) x group x the lane's 8 (16-bit) elements.
+    rows_per_step = WARP_BYTES // (head_dim * 2)
+    elements_per_lane = LANE_BYTES // 2
+    want_ffma = 2 * STEPS * template_group * elements_per_lane
+    if copies != 2 * STEPS:
+        raise ModelError(f"chunk loop has {copies} LDGSTS, expected {2 * STEPS} (8 K and 8 V rows a lane)")
+    if lds128 != 2 * STEPS:
+        raise ModelError(f"chunk loop has {lds128} LDS.128, expected {2 * STEPS}")
+    if ffma < want_ffma:
+        raise ModelError(f"chunk loop has {ffma} FFMA, fewer than the {want_ffma} of its products")
+    wavefronts = 0
+    for _, op, _, guard in insns:
+        if guard == "@!PT":
+            continue  # never executes
+        if op.startswith("LDGSTS") or op == "LDS.128":
+            wavefronts += WARP_BYTES // 128
+        elif op.startswith("LDS") or op.startswith("STS"):
+            wavefronts += 1
+    chunk_bytes = copies * WARP_BYTES  # K and V rows of the chunk, one KV head
     return {
-        "tile_loop": n(tile),
-        "per_pair": per_pair,
-        "pairs_outer": n(pairs) - n(kchunk),
-        "kchunk": n(kchunk),
-        "kchunk_trips": kchunk_trips,
-        "softmax": n(soft),
-        "v_main": n(v_main[0]),
-        "v_trips": v_trips,
-        "k_acc": k_acc,
-        "straight": straight,
-        "warps": warps,
-        "issue_low": max(x[3] for x in warps),
-        "issue_high": max(x[3] for x in warps) + straight,
+        "loop": len(insns),
+        "ffma": ffma,
+        "shfl": sum(n for op, n in ops.items() if op.startswith("SHFL")),
+        "mufu": sum(n for op, n in ops.items() if op.startswith("MUFU")),
+        "lds128": lds128,
+        "copies": copies,
+        "tokens": STEPS * rows_per_step,
+        "chunk_bytes": chunk_bytes,
         "wavefronts": wavefronts,
-        "tile_bytes": tile_bytes,
+        "issue": len(insns),
+        "sm_wavefronts": SCHEDULERS * wavefronts,
+        "sm_bytes": SCHEDULERS * chunk_bytes,
     }
 
 
 def predict(a, sms, clock_ghz, tbps):
     bytes_per_cycle = tbps * 1e12 / sms / (clock_ghz * 1e9)
-    hbm = a["tile_bytes"] / bytes_per_cycle
-    out = []
-    for issue in (a["issue_low"], a["issue_high"]):
-        costs = {"HBM": hbm, "issue": issue, "shared memory": a["wavefronts"]}
-        bind = max(costs, key=costs.get)
-        out.append((hbm / costs[bind], bind))
-    return hbm, out
+    hbm = a["sm_bytes"] / bytes_per_cycle
+    costs = {"HBM": hbm, "issue": a["issue"], "shared memory": a["sm_wavefronts"]}
+    bind = max(costs, key=costs.get)
+    return hbm, hbm / costs[bind], bind
 
 
 def main(argv):
@@ -186,29 +164,24 @@ def main(argv):
             print(f"kernel-model: {label}: instance {name} not in {path}", file=sys.stderr)
             return 3
         try:
-            a = analyse(funcs[name], hd, g, rg)
+            a = analyse(funcs[name], hd, g)
         except ModelError as e:
             print(f"kernel-model: {label}: {e}: the model no longer matches the kernel", file=sys.stderr)
             return 3
         rows.append((label, a))
 
-    print("| shape (instance) | tile loop | per warp per tile, in its loops (busiest warp) | straight-line | "
-          "issue cycles | shared-memory wavefronts | HBM bytes | " +
-          " | ".join(f"{d[0]}: HBM cycles; predicted fraction; binds (optimistic / pessimistic end)" for d in DEVICES) + " |")
-    print("|---|---:|---|---:|---:|---:|---:|" + "---|" * len(DEVICES))
+    print("| shape (instance) | tokens per chunk | per warp per chunk: instructions (FFMA, SHFL, MUFU) | "
+          "shared-memory wavefronts per warp per chunk | per SM, one chunk per scheduler: issue cycles; "
+          "wavefronts; HBM bytes | " +
+          " | ".join(f"{d[0]}: HBM cycles; predicted fraction of HBM; binds" for d in DEVICES) + " |")
+    print("|---|---:|---|---:|---|" + "---|" * len(DEVICES))
     for label, a in rows:
-        w0 = max(a["warps"], key=lambda x: x[3])
-        detail = (f"{a['issue_low']:,} = pairs {w0[0]} x ({a['pairs_outer']} + K {a['kchunk']} x {a['kchunk_trips']}), "
-                  f"softmax {w0[1]} x {a['softmax']}, V {w0[2]} of {a['k_acc']} x {a['v_main']} x {a['v_trips']}")
         cells = []
         for dev, sms, clk, bw in DEVICES:
-            hbm, pr = predict(a, sms, clk, bw)
-            (lo, lo_bind), (hi, hi_bind) = pr[1], pr[0]
-            binds = hi_bind if hi_bind == lo_bind else f"{hi_bind} / {lo_bind}"
-            cells.append(f"{hbm:,.0f}; {100 * lo:.0f}-{100 * hi:.0f} %; {binds}")
-        print(f"| {label} | {a['tile_loop']:,} | {detail} | {a['straight']:,} | "
-              f"{a['issue_low']:,}-{a['issue_high']:,} | {a['wavefronts']:,} | {a['tile_bytes']:,} | " +
-              " | ".join(cells) + " |")
+            hbm, fraction, bind = predict(a, sms, clk, bw)
+            cells.append(f"{hbm:,.0f}; {100 * fraction:.0f} %; {bind}")
+        print(f"| {label} | {a['tokens']} | {a['loop']:,} ({a['ffma']:,}, {a['shfl']}, {a['mufu']}) | "
+              f"{a['wavefronts']} | {a['issue']:,}; {a['sm_wavefronts']:,}; {a['sm_bytes']:,} | " + " | ".join(cells) + " |")
     return 0
 
 

@@ -3,16 +3,16 @@
 # CUDA backend for sm_90 with `-Xptxas -v`, reads the SASS with cuobjdump and
 # writes a markdown report:
 #   - per kernel instance: registers, spill stores/loads (bytes), static shared
-#     memory, the dynamic shared memory of its DecodeShared, and the occupancy on
+#     memory, the dynamic shared memory of its walk (WarpShared or DecodeShared), and the occupancy on
 #     an H200 (CTAs per SM from registers, shared memory and threads);
 #   - for the hd128 and hd256 split kernels (block 16) with bf16 K/V and with fp8
 #     E4M3 K/V (bf16 q): the 16-byte copies (LDGSTS, cp.async) issued per thread
 #     per commit group in the main loop, and the plain 16-byte loads (LDG.E.128) left;
 #   - a Little's-law estimate of the fraction of H200 HBM the headline shape and
 #     the cliff shape reach, with and without split, for both K/V types (latency only);
-#   - the issue-and-bandwidth model of the tile loop (scripts/kernel-model.py, issue #24
-#     item 1): per 32-token tile the instructions per warp, shared-memory wavefronts and
-#     HBM bytes, the predicted fraction of HBM on H200 and H100 and what binds.
+#   - the issue-and-bandwidth model of the chunk loop (scripts/kernel-model.py, issue #24
+#     items 1, 2): per warp chunk of the warp-split walk the instructions, shared-memory
+#     wavefronts and HBM bytes, the predicted fraction of HBM on H200 and H100 and what binds.
 #
 #   - HIP (issue #24 item 3), when hipcc is found: the paged-decode kernels compiled
 #     to AMDGPU assembly for gfx90a, gfx1030 and gfx1100 (and gfx942 tried), and per
@@ -185,10 +185,19 @@ def parse(name):
         return {"kernel": "stream_" + m.group(1)}
     return {"kernel": d}
 
-# DecodeShared<Storage, HEAD_DIM, GROUP> on CUDA (kernels/paged_decode.cuh; KVS_KV_STAGES 2,
-# rows padded by 16 bytes, kTileTokens 32): K and V stages of head_dim x kv_bytes + 16
-# bytes per row, q, two tiles of row offsets, scores, running max / sum / rescale.
+# The dynamic shared memory of an instance on CUDA: the Shared of its walk (kernels/paged_decode.cuh,
+# DecodeWalker). The warp-split walk (kernels/warp_walker.cuh) serves group x (16 / kv_bytes) <= 64:
+# per warp two stages of K and V chunks of 8 x 512 / (head_dim x kv_bytes) rows and two chunks' row
+# offsets (8 B each), the warps' merged outputs sharing those bytes (a union), then per warp and head
+# the max and sum, per head the program's max and sum. The shared-tile walk (DecodeShared; KVS_KV_STAGES
+# 2, rows padded by 16 bytes, kTileTokens 32): K and V stages of head_dim x kv_bytes + 16 bytes per row,
+# q, two tiles of row offsets, scores, running max / sum / rescale.
+# tests/test_kernel_emulation.cpp checks both against sizeof for the instances it runs.
 def decode_shared(head_dim, group, kv_bytes):
+    if group * (16 // kv_bytes) <= 64:
+        rows = 8 * 512 // (head_dim * kv_bytes)
+        stages = 4 * (2 * 2 * rows * head_dim * kv_bytes + 2 * rows * 8)
+        return max(stages, 4 * group * head_dim * 4) + 2 * 4 * group * 4 + 2 * group * 4
     return (2 * 2 * 32 * (head_dim * kv_bytes + 16) + group * head_dim * 4 + 2 * 32 * 8 + group * 32 * 4
             + 3 * group * 4)
 
@@ -255,7 +264,7 @@ out.append("# Kernel report: sm_90 (H200)\n")
 out.append(f"Regenerate: `scripts/kernel-report.sh` (nvcc -O3 -arch sm_90 -Xptxas -v on probes/cuda/cuda_backend.cu, "
            f"cuobjdump -sass). Object: `{object_path}`.\n")
 out.append("Occupancy: CTAs per SM from registers (65536 per SM, 256 per warp granule), shared memory (228 KiB, 1 KiB "
-           "reserved per CTA; dynamic = sizeof(DecodeShared<HEAD_DIM, GROUP>)) and threads (2048 per SM).\n")
+           "reserved per CTA; dynamic = sizeof the instance's walk's Shared: WarpShared or DecodeShared) and threads (2048 per SM).\n")
 out.append("| kernel | q dtype | K/V | head_dim | group | block | registers | spill stores / loads (B) | shared (B) | CTAs/SM |")
 out.append("|---|---|---|---:|---:|---:|---:|---|---:|---:|")
 for info, name, p, shared, occ in rows:
@@ -267,9 +276,9 @@ spills = sum(p.get("spill_stores", 0) + p.get("spill_loads", 0) for _, _, p, _, 
 out.append(f"\nInstances: {len(rows)}; total spill bytes: {spills}.\n")
 
 out.append("## 16-byte copies in flight per thread (SASS, split kernels, bf16 q, block 16)\n")
-out.append("LDGSTS = cp.async 16-byte global->shared copy; a commit group (LDGDEPBAR) is one tile's K and V; "
-           "the main loop issues the next tile's group before it consumes the current one. An fp8 row is half "
-           "the bytes of a bf16 one, so half the copies.\n")
+out.append("LDGSTS = cp.async 16-byte global->shared copy; a commit group (LDGDEPBAR) is one chunk's K and V "
+           "(warp-split walk: 8 KiB per warp, 16 copies a lane) or one 32-token tile's (shared-tile walk, groups "
+           "above 8, or above 4 with fp8); the main loop issues the next group before it consumes the current one.\n")
 out.append("| instance | K/V | LDGSTS per commit group (prologue, loop) | LDG.E.128 in the function | registers | CTAs/SM "
            "| SASS instructions / FFMA / I2F |")
 out.append("|---|---|---|---:|---:|---:|---|")
@@ -329,7 +338,7 @@ PY
 # above is the latency side only: a cap from the bytes in flight, not a prediction.
 {
   echo
-  echo "## Issue-and-bandwidth model of the tile loop (scripts/kernel-model.py)"
+  echo "## Issue-and-bandwidth model of the chunk loop (scripts/kernel-model.py)"
   echo
   python3 "$ROOT/scripts/kernel-model.py" "$SASS"
   echo

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""scripts/kernel-model.py (issue #24 item 1) on the sm_90 SASS of the two split-KV instances
+"""scripts/kernel-model.py (issue #24 items 1, 2) on the sm_90 SASS of the two split-KV instances
 (tests/fixtures/sass/splitkv-sm90.sass.gz, cut from what scripts/kernel-report.sh compiles): the
-per-tile counts and the H200 prediction, each derived here by hand from the loop sizes the SASS
-shows; and a tile loop whose cp.async commit is gone is refused (exit 3), not modelled.
+per-chunk counts and the H200 / H100 predictions, each derived here by hand from the loop the SASS
+shows; a chunk loop whose cp.async commit is gone, or whose copies are not the kernel's, is refused
+(exit 3), not modelled.
 Usage: test_kernel_model.py SCRIPT FIXTURE"""
 import gzip
 import os
@@ -24,42 +25,45 @@ def main():
     head = [c.strip() for c in rows[0].split("|")[1:-1]]
     cliff = [c.strip() for c in rows[1].split("|")[1:-1]]
 
-    # Headline (hd128, group 4): loops of 22 (pairs, outside its K-chunk loop) + 81 (K chunk, 32 FFMA:
-    # 128 / 32 = 4 trips), softmax 144, V 59 (16 tokens: 2 trips) for each of kAcc = 4 x 128 / 128 = 4
-    # accumulators. Every warp takes ceil((4 x 32 - 32 w) / 128) = 1 pair trip:
-    # 1 x (22 + 81 x 4) + 1 x 144 + 4 x 59 x 2 = 346 + 144 + 472 = 962; + 642 straight-line = 1,604.
-    assert head[1] == "1,205" and head[3] == "642", head
-    assert head[4] == "962-1,604", head
-    # Wavefronts: per warp 1 pair trip x 4 K-chunk trips x (4 K rows x 4 + 8 q broadcasts) = 96, and
-    # 4 accumulators x 2 trips x (16 LDS.U16 + 4 score broadcasts) = 160; x 4 warps = 1,024; + the
-    # next tile's cp.async writes 32 x 128 x 2 x 2 B / 128 = 128 -> 1,152.
-    assert head[5] == "1,152" and head[6] == "16,384", head
-    # H200: 4.8e12 / 132 / 1.98e9 = 18.37 B per SM-cycle; 16,384 / 18.37 = 892 HBM cycles.
-    # Optimistic: max(892, 962, 1,152) = 1,152 (shared memory) -> 892 / 1,152 = 77 %;
-    # pessimistic: max(892, 1,604, 1,152) = 1,604 (issue) -> 56 %.
-    assert head[7] == "892; 56-77 %; shared memory / issue", head
+    # Headline (hd128, group 4): a row is 128 x 2 B = 256 B = 16 lanes x 16 B, so a warp step is
+    # 2 rows and a chunk of 8 steps 16 tokens. The chunk loop (the fixture's 1,211 instructions)
+    # holds 8 + 8 LDGSTS, 16 LDS.128 and 8 x (32 + 32) = 512 product FFMA (4 heads x 8 elements
+    # for K and for V per step) + 1 (the running sum's update) = 513.
+    assert head[1] == "16" and head[2] == "1,211 (513, 77, 9)", head
+    # Wavefronts per warp and chunk: 16 LDGSTS x 4 + 16 LDS.128 x 4 + 8 LDS.64 (row offsets) + 1
+    # STS.64 (the chunk after next's offsets) = 137; per SM, one chunk per scheduler: 4 x 137 = 548;
+    # bytes 4 x 16 x 512 = 32,768.
+    assert head[3] == "137" and head[4] == "1,211; 548; 32,768", head
+    # H200: 4.8e12 / 132 / 1.98e9 = 18.37 B per SM-cycle; 32,768 / 18.37 = 1,784 HBM cycles, more than
+    # the 1,211 issue cycles and 548 wavefronts: HBM binds, 100 %. H100: 3.35e12 / 132 / 1.98e9 = 12.82;
+    # 32,768 / 12.82 = 2,556.
+    assert head[5] == "1,784; 100 %; HBM" and head[6] == "2,556; 100 %; HBM", head
 
-    # Cliff (hd256, group 6 on the group-8 instance): warp 0 takes ceil(6 x 32 / 128) = 2 pair trips
-    # of 22 + 81 x 8 (256 / 32 K-chunk trips), ceil(6 / 4) = 2 softmax trips, and
-    # min(kAcc = 8 x 256 / 128 = 16, ceil(6 x 256 / 128) = 12) accumulators:
-    # 2 x 670 + 2 x 144 + 12 x 118 = 1,340 + 288 + 1,416 = 3,044; + 1,759 = 4,803.
-    assert cliff[1] == "3,270" and cliff[3] == "1,759", cliff
-    assert cliff[4] == "3,044-4,803", cliff
-    # Wavefronts: 2 + 2 + 1 + 1 = 6 pair trips x 8 x (16 + 8) = 1,152; 4 warps x 12 x 2 x 20 = 1,920;
-    # writes 32 x 256 x 4 / 128 = 256 -> 3,328. HBM: 32,768 / 18.37 = 1,784 cycles;
-    # 1,784 / 3,328 = 54 % (shared memory), 1,784 / 4,803 = 37 % (issue).
-    assert cliff[5] == "3,328" and cliff[6] == "32,768", cliff
-    assert cliff[7] == "1,784; 37-54 %; shared memory / issue", cliff
+    # Cliff (hd256, group-8 instance): a row is 512 B, one row per step, 8 tokens a chunk;
+    # FFMA 8 x (64 + 64) + 1 = 1,025 (8 heads x 8 elements). Same bytes and wavefronts per chunk.
+    assert cliff[1] == "8" and cliff[2] == "1,951 (1,025, 144, 9)", cliff
+    assert cliff[3] == "137" and cliff[4] == "1,951; 548; 32,768", cliff
+    # H200: issue binds, 1,784 / 1,951 = 91 %; H100: 2,556 > 1,951, HBM binds.
+    assert cliff[5] == "1,784; 91 %; issue" and cliff[6] == "2,556; 100 %; HBM", cliff
 
-    # Without LDGDEPBAR there is no tile loop to model: refused.
     with gzip.open(fixture, "rt") as f:
-        text = "".join(line for line in f if "LDGDEPBAR" not in line)
+        text = f.read()
     with tempfile.TemporaryDirectory() as d:
         broken = os.path.join(d, "broken.sass")
+        # Without LDGDEPBAR there is no chunk loop to model: refused.
         with open(broken, "w") as f:
-            f.write(text)
+            f.write("".join(line + "\n" for line in text.splitlines() if "LDGDEPBAR" not in line))
         r = run(script, broken)
-        assert r.returncode == 3 and "no tile loop" in r.stderr, (r.returncode, r.stderr)
+        assert r.returncode == 3 and "no chunk loop" in r.stderr, (r.returncode, r.stderr)
+        # A loop whose copies are not the kernel's 8 K and 8 V rows a lane (the last copy before
+        # each commit dropped): the model is out of date.
+        lines = text.splitlines()
+        commits = [i for i, line in enumerate(lines) if "LDGDEPBAR" in line]
+        dropped = {max(j for j in range(c) if "LDGSTS" in lines[j]) for c in commits}
+        with open(broken, "w") as f:
+            f.write("".join(line + "\n" for i, line in enumerate(lines) if i not in dropped))
+        r = run(script, broken)
+        assert r.returncode == 3 and "15 LDGSTS" in r.stderr, (r.returncode, r.stderr)
     print("kernel-model: ok")
     return 0
 
