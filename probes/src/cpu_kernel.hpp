@@ -118,9 +118,13 @@ class NextTilePrefetch {
 #endif
 
 // The head dimensions the x86 kernels are instantiated for: calls
-// f(std::integral_constant<int, HEAD_DIM>{}), or refuses --head-dim.
+// f(std::integral_constant<int, HEAD_DIM>{}), or refuses --head-dim. Always
+// inlined: inside a target_clones function (KVS_CPU_CLONES) only what is inlined
+// is compiled for the clone's target; a called dispatch_head_dim, and the lambda
+// it calls, would be compiled for the baseline (issue #24 item 5: the portable
+// kernel ran its baseline SSE2 code in both clones).
 template <typename F>
-void dispatch_head_dim(int head_dim, F&& f) {
+[[gnu::always_inline]] inline void dispatch_head_dim(int head_dim, F&& f) {
   using kernels::kHeadDims;
   static_assert(sizeof(kHeadDims) / sizeof(int) == 3, "one case per compiled head dim");
   switch (head_dim) {

@@ -402,7 +402,8 @@ template <int HEAD_DIM>
 // cpu_kernel.hpp).
 KVS_CPU_CLONES void run_task_dispatch(const PagedDecodeParams& p, bool split, int seq, int kv_head,
                                       int split_index, TaskState& state) {
-  dispatch_head_dim(p.head_dim, [&](auto head_dim) {
+  // The lambda is inlined too, so the clone's target reaches run_task_types (dispatch_head_dim).
+  dispatch_head_dim(p.head_dim, [&](auto head_dim) __attribute__((always_inline)) {
     run_task_types<decltype(head_dim)::value>(p, split, seq, kv_head, split_index, state);
   });
 }
