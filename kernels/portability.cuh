@@ -65,6 +65,7 @@ using kvs_bf16 = hip_bfloat16;
 #else
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #define KVS_HIP 0
 using kvs_bf16 = __nv_bfloat16;

@@ -20,7 +20,9 @@
 #  1. `probe info`: the cuda backend must find the device (its status carries the runtime's
 #     own words, e.g. "CUDA driver version is insufficient for CUDA runtime version").
 #  2. correctness: one instance of each (head_dim x GQA class x block 16/784 x dtype: bf16,
-#     fp16, and fp8 E4M3 K/V with bf16 q), both kernels, against the float64 reference;
+#     fp16, and fp8 E4M3 K/V with bf16 q), both kernels, against the float64 reference; on
+#     CUDA GQA 1, 3 and 6 run the warp-split walk and 16 the shared-tile walk (fp8: 3 the
+#     warp-split walk with the sm_89+ hardware decode, 6 the shared-tile walk);
 #  3. the stream probe (read and copy);
 #  4. the headline shape (batch 4, 8 KV / 32 Q heads, hd128, block 16, bf16, 1K..128K) and the
 #     cliff shape (batch 1, 2 KV / 12 Q heads, hd256, block 784, bf16), both kernels;
@@ -268,7 +270,7 @@ probe() { # probe LIMIT NAME kvsight-probe-args...
 if [ "$DRY_RUN" = 1 ]; then
   cat >&2 << EOF
 device-check: dry run: host, driver ($driver_version, CUDA $driver_cuda) and binary (CUDA $built_cuda) are fine and the cuda backend sees: ${cuda_line}
-device-check: a full run (scripts/device-check.sh OUTDIR) would run, within ${BUDGET} s: 72 correctness runs (30 s each at most),
+device-check: a full run (scripts/device-check.sh OUTDIR) would run, within ${BUDGET} s: 84 correctness runs (30 s each at most),
   the stream probe (60 s), the headline and cliff sweeps (120 s, 100 s), the peer (150 s), the fp8 headline sweep (120 s),
   preflight --quick (90 s), then the summary
 EOF
@@ -282,8 +284,9 @@ for hd in 64 128 256; do
   for gqa in 1 3 6 16; do
     for bs in 16 784; do
       for dtype in bf16 fp16 fp8; do
-        # fp16 and fp8 K/V (bf16 q): one GQA per head_dim and block
-        [ "$dtype" != bf16 ] && [ "$gqa" != 6 ] && continue
+        # fp16 and fp8 K/V (bf16 q): GQA 6 per head_dim and block; fp8 GQA 3 too, whose
+        # instance (group 4) is fp8's warp-split walk (kernels/warp_walker.cuh)
+        [ "$dtype" != bf16 ] && [ "$gqa" != 6 ] && ! [ "$dtype.$gqa" = fp8.3 ] && continue
         qdtype=$dtype kvdtype=auto
         [ "$dtype" = fp8 ] && { qdtype=bf16; kvdtype=fp8_e4m3; }
         context=$((2 * bs + 37))

@@ -30,14 +30,19 @@ How the SASS is read (docs/measurements.md, "Issue and shared memory per chunk")
     the largest of the three. The warps' merge and the epilogue run once per program: outside this
     steady-state figure (kernel-report.sh prints the function's size).
 
-Usage: kernel-model.py SASS_FILE   (SASS_FILE may be .gz). Exit 0, 2 usage, 3 when an instance is
-missing or its loop does not have the expected structure (the model is out of date).
+Usage: kernel-model.py SASS_FILE [--all]   (SASS_FILE may be .gz). --all adds a table of every bf16-q,
+block-16 split-KV instance (warp-split ones by the chunk model, 16-bit shared-tile ones by the tile
+model's range, fp8 shared-tile ones not modelled). Exit 0, 2 usage, 3 when a headline or cliff instance
+is missing or its loop does not have the expected structure (the model is out of date).
 """
 import collections
 import gzip
 import re
 import sys
 
+THREADS = 128  # kThreadsPerProgram
+WARPS = THREADS // 32
+TILE = 32  # kTileTokens (the shared-tile walk)
 SCHEDULERS = 4  # per SM on sm_90 (4 SM sub-partitions), each issuing one warp instruction per cycle
 STEPS = 8  # kStepsPerChunk (kernels/warp_walker.cuh)
 LANE_BYTES = 16  # one 16-byte copy or LDS.128 per lane
@@ -92,7 +97,7 @@ def loops_of(ins):
     return out
 
 
-def analyse(ins, head_dim, template_group):
+def analyse(ins, head_dim, template_group, kv_bytes=2):
     def body(loop):
         return [x for x in ins if loop[0] <= x[0] <= loop[1]]
 
@@ -108,9 +113,9 @@ def analyse(ins, head_dim, template_group):
     copies = sum(n for op, n in ops.items() if op.startswith("LDGSTS"))
     lds128 = ops["LDS.128"]
     ffma = ops["FFMA"]
-    # FFMA of one chunk: 8 steps x (q.K + p.V) x group x the lane's 8 (16-bit) elements.
-    rows_per_step = WARP_BYTES // (head_dim * 2)
-    elements_per_lane = LANE_BYTES // 2
+    # FFMA of one chunk: 8 steps x (q.K + p.V) x group x the lane's 16 bytes of elements.
+    rows_per_step = WARP_BYTES // (head_dim * kv_bytes)
+    elements_per_lane = LANE_BYTES // kv_bytes
     want_ffma = 2 * STEPS * template_group * elements_per_lane
     if copies != 2 * STEPS:
         raise ModelError(f"chunk loop has {copies} LDGSTS, expected {2 * STEPS} (8 K and 8 V rows a lane)")
@@ -141,6 +146,111 @@ def analyse(ins, head_dim, template_group):
         "sm_wavefronts": SCHEDULERS * wavefronts,
         "sm_bytes": SCHEDULERS * chunk_bytes,
     }
+
+
+def analyse_tile(ins, head_dim, group):
+    """The shared-tile walk (TileWalker; 16-bit K/V), as the model read it before the warp-split walk
+    (docs/measurements.md, "Issue and shared memory per tile"): per 32-token tile, the busiest warp's
+    instructions in the classified loops (low) plus the tile loop's straight-line code (high)."""
+    def body(loop):
+        return [x for x in ins if loop[0] <= x[0] <= loop[1]]
+
+    def count(loop, op):
+        return sum(1 for x in body(loop) if x[1] == op)
+
+    n = lambda l: len(body(l))
+    loops = loops_of(ins)
+    tiles = [l for l in loops if any(x[1] == "LDGDEPBAR" for x in body(l))]
+    if not tiles:
+        raise ModelError("no loop holds LDGDEPBAR: no tile loop")
+    tile = max(tiles, key=lambda l: l[1] - l[0])
+    inner = [l for l in loops if tile[0] <= l[0] and l[1] < tile[1] and l != tile]
+    top = [l for l in inner if not any(o != l and o[0] <= l[0] and l[1] <= o[1] for o in inner)]
+    nested = {l: [o for o in inner if o != l and l[0] <= o[0] and o[1] <= l[1]] for l in top}
+    k_loops = [l for l in top if nested[l]]
+    v_main = [l for l in top if not nested[l] and count(l, "LDS.U16") == 16]
+    v_tail = [l for l in top if not nested[l] and 0 < count(l, "LDS.U16") < 16]
+    softmax = [l for l in top if l not in k_loops and l not in v_main and l not in v_tail]
+    k_acc = -(-group * head_dim // THREADS)
+    if len(k_loops) != 1 or len(nested[k_loops[0]]) != 1 or len(v_main) != k_acc or len(softmax) != 1:
+        raise ModelError("the tile loop's loops are not the shared-tile walk's")
+    pairs, kchunk, soft = k_loops[0], nested[k_loops[0]][0], softmax[0]
+    kchunk_ffma = count(kchunk, "FFMA")
+    if kchunk_ffma == 0 or head_dim % kchunk_ffma:
+        raise ModelError(f"K-chunk loop has {kchunk_ffma} FFMA, not a divisor of head_dim {head_dim}")
+    kchunk_trips = head_dim // kchunk_ffma
+    k_row_loads = kchunk_ffma // 8
+    q_loads = count(kchunk, "LDS.128") - k_row_loads
+    v_u16 = count(v_main[0], "LDS.U16")
+    v_trips = TILE // v_u16
+    v_bcast = count(v_main[0], "LDS.128")
+    per_pair = n(pairs) - n(kchunk) + kchunk_trips * n(kchunk)
+    straight = n(tile) - sum(n(l) for l in top)
+    issue, wavefronts = 0, 0
+    for w in range(WARPS):
+        p = max(0, -(-(group * TILE - 32 * w) // THREADS))
+        sm = max(0, -(-(group - w) // WARPS))
+        v = min(k_acc, max(0, -(-(group * head_dim - 32 * w) // THREADS)))
+        issue = max(issue, p * per_pair + sm * n(soft) + v * v_trips * n(v_main[0]))
+        wavefronts += p * kchunk_trips * (k_row_loads * 4 + q_loads) + v * v_trips * (v_u16 + v_bcast)
+    tile_bytes = TILE * head_dim * 2 * 2
+    return {"issue_low": issue, "issue_high": issue + straight, "wavefronts": wavefronts + tile_bytes // 128,
+            "bytes": tile_bytes}
+
+
+ALL = re.compile(r"_ZN7kvsight7kernels12cuda_runtime20paged_decode_splitkvI13__nv_bfloat16(S3_|12kvs_fp8_e4m3)"
+                 r"Li(\d+)ELi(\d+)ELi16EEEvNS0_17PagedDecodeParamsENS0_11FastDividerE$")
+
+
+def every_instance(path):
+    """Rows of (K/V, head_dim, group, walk, prediction per device) for every bf16-q, block-16 split
+    instance in the SASS."""
+    funcs = {}
+    opener = gzip.open if path.endswith(".gz") else open
+    current = None
+    with opener(path, "rt", errors="replace") as f:
+        for line in f:
+            m = re.search(r"Function : (\S+)", line)
+            if m:
+                current = m.group(1) if ALL.match(m.group(1)) else None
+                if current:
+                    funcs[current] = []
+                continue
+            if current:
+                m = INSN.match(line)
+                if m:
+                    funcs[current].append((int(m.group(1), 16), m.group(3), m.group(4), (m.group(2) or "").strip()))
+    rows = []
+    for name, ins in funcs.items():
+        m = ALL.match(name)
+        kv = "fp8_e4m3" if "fp8" in m.group(1) else "bf16"
+        kv_bytes = 1 if kv == "fp8_e4m3" else 2
+        hd, group = int(m.group(2)), int(m.group(3))
+        warp_walk = group * (LANE_BYTES // kv_bytes) <= 64  # warp_walk_fits (kernels/warp_walker.cuh)
+        cells = []
+        try:
+            if warp_walk:
+                a = analyse(ins, hd, group, kv_bytes)
+                for dev, sms, clk, bw in DEVICES:
+                    hbm, fraction, bind = predict(a, sms, clk, bw)
+                    cells.append(f"{100 * fraction:.0f} %; {bind}")
+            elif kv_bytes == 2:
+                a = analyse_tile(ins, hd, group)
+                for dev, sms, clk, bw in DEVICES:
+                    hbm = a["bytes"] / (bw * 1e12 / sms / (clk * 1e9))
+                    ends = []
+                    for issue in (a["issue_high"], a["issue_low"]):
+                        costs = {"HBM": hbm, "issue": issue, "shared memory": a["wavefronts"]}
+                        bind = max(costs, key=costs.get)
+                        ends.append((hbm / costs[bind], bind))
+                    binds = ends[0][1] if ends[0][1] == ends[1][1] else f"{ends[1][1]} / {ends[0][1]}"
+                    cells.append(f"{100 * ends[0][0]:.0f}-{100 * ends[1][0]:.0f} %; {binds}")
+            else:
+                cells = ["not modelled (fp8 shared-tile walk)"] * len(DEVICES)
+        except ModelError as e:
+            cells = [f"not modelled ({e})"] * len(DEVICES)
+        rows.append((kv, hd, group, "warp-split" if warp_walk else "shared-tile", cells))
+    return sorted(rows)
 
 
 def predict(a, sms, clock_ghz, tbps):
@@ -182,6 +292,14 @@ def main(argv):
             cells.append(f"{hbm:,.0f}; {100 * fraction:.0f} %; {bind}")
         print(f"| {label} | {a['tokens']} | {a['loop']:,} ({a['ffma']:,}, {a['shfl']}, {a['mufu']}) | "
               f"{a['wavefronts']} | {a['issue']:,}; {a['sm_wavefronts']:,}; {a['sm_bytes']:,} | " + " | ".join(cells) + " |")
+    if "--all" in argv[2:]:
+        print()
+        print("Every split-KV instance (bf16 q, block 16): predicted fraction of HBM; binds")
+        print()
+        print("| K/V | head_dim | group | walk | " + " | ".join(d[0] for d in DEVICES) + " |")
+        print("|---|---:|---:|---|" + "---|" * len(DEVICES))
+        for kv, hd, group, walk, cells in every_instance(path):
+            print(f"| {kv} | {hd} | {group} | {walk} | " + " | ".join(cells) + " |")
     return 0
 
 

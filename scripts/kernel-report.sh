@@ -340,7 +340,7 @@ PY
   echo
   echo "## Issue-and-bandwidth model of the chunk loop (scripts/kernel-model.py)"
   echo
-  python3 "$ROOT/scripts/kernel-model.py" "$SASS"
+  python3 "$ROOT/scripts/kernel-model.py" "$SASS" --all
   echo
 } > "$WORK/report-model.md" || { echo "kernel-report: the tile-loop model failed" >&2; exit 3; }
 cat "$WORK/report-model.md" | tee -a "$OUT"

@@ -5,7 +5,8 @@
 #     version file and a binary holding nvcc's "release 13.0" mark): exit 3 naming R580, and a
 #     summary that says why it stopped;
 #  C. every check runs though some fail: a fake kvsight fails the 4 fp16 head_dim-256 runs; all
-#     72 correctness runs and the 5 later checks are recorded, the summary counts 4 failures,
+#     84 correctness runs (bf16: 3 head_dims x 4 GQA x 2 blocks x 2 kernels = 48; fp16 at GQA 6:
+#     12; fp8 at GQA 3 and 6: 24) and the 5 later checks are recorded, the summary counts 4 failures,
 #     exit 1 after it;
 #  D. the time budget: with DEVICE_CHECK_BUDGET_S=30 and 1 s per fake probe the script stops
 #     starting checks, counts them as skipped, exits 1 and stays within the budget.
@@ -111,16 +112,16 @@ grep -q "R580" <<<"$(summary_field "$tmp/b" stopped)" || fail "B: summary.json d
 c_env=("${gpu_env[@]}" FAKE_DRIVER=580.65.06 FAKE_DRIVER_CUDA=13.0 DEVICE_CHECK_NVIDIA_VERSION_FILE="$tmp/version-580")
 run x "${c_env[@]}" -- --dry-run "$tmp/c-dry"
 [[ $code == 0 ]] || fail "C (dry run with a GPU): exit $code, 0 expected: $out"
-grep -q "72 correctness runs" <<<"$out" || fail "C (dry run): no plan printed: $out"
+grep -q "84 correctness runs" <<<"$out" || fail "C (dry run): no plan printed: $out"
 run x "${c_env[@]}" -- "$tmp/c"
 [[ $code == 1 ]] || fail "C: exit $code, 1 expected: $out"
-# 3 head_dims x 2 blocks x (4 GQA classes bf16 + fp16 + fp8 at GQA 6) x 2 kernels = 72 runs, then
-# bandwidth, headline, cliff, headline_fp8, preflight = 77 (no torch with CUDA here: no peer step).
-[[ $(summary_field "$tmp/c" correctness.runs) == 72 ]] || fail "C: correctness runs $(summary_field "$tmp/c" correctness.runs), 72 expected"
+# 3 head_dims x 2 blocks x (4 GQA classes bf16 + fp16 at GQA 6 + fp8 at GQA 3 and 6) x 2 kernels = 84 runs, then
+# bandwidth, headline, cliff, headline_fp8, preflight = 89 (no torch with CUDA here: no peer step).
+[[ $(summary_field "$tmp/c" correctness.runs) == 84 ]] || fail "C: correctness runs $(summary_field "$tmp/c" correctness.runs), 84 expected"
 # fp16 at head_dim 256: GQA 6 only, blocks 16 and 784, both kernels = 2 x 2 = 4.
 [[ $(summary_field "$tmp/c" steps.failed) == 4 ]] || fail "C: failed $(summary_field "$tmp/c" steps.failed), 4 expected"
 total=$(summary_field "$tmp/c" steps.total)
-[[ $total == 77 || $total == 78 ]] || fail "C: $total checks recorded, 77 (78 with a peer) expected"
+[[ $total == 89 || $total == 90 ]] || fail "C: $total checks recorded, 89 (90 with a peer) expected"
 [[ $(summary_field "$tmp/c" steps.skipped) == 0 ]] || fail "C: checks skipped within the budget"
 grep -q "| check_nosplit_hd256_g6_bs784_fp16 | failed | 3 | kvsight: device error" "$tmp/c/summary.md" ||
   fail "C: summary.md does not list the failed check with its message"

@@ -12,8 +12,8 @@ import sys
 import tempfile
 
 
-def run(script, sass):
-    return subprocess.run([sys.executable, script, sass], capture_output=True, text=True, timeout=120)
+def run(script, sass, *options):
+    return subprocess.run([sys.executable, script, sass, *options], capture_output=True, text=True, timeout=120)
 
 
 def main():
@@ -45,6 +45,13 @@ def main():
     assert cliff[3] == "137" and cliff[4] == "1,951; 548; 32,768", cliff
     # H200: issue binds, 1,784 / 1,951 = 91 %; H100: 2,556 > 1,951, HBM binds.
     assert cliff[5] == "1,784; 91 %; issue" and cliff[6] == "2,556; 100 %; HBM", cliff
+
+    # --all: every bf16-q block-16 split instance the SASS holds (here the two), each by its walk.
+    r = run(script, fixture, "--all")
+    assert r.returncode == 0, r.stderr
+    table = r.stdout.split("Every split-KV instance", 1)[1]
+    assert "| bf16 | 128 | 4 | warp-split | 100 %; HBM | 100 %; HBM |" in table, table
+    assert "| bf16 | 256 | 8 | warp-split | 91 %; issue | 100 %; HBM |" in table, table
 
     with gzip.open(fixture, "rt") as f:
         text = f.read()
