@@ -70,20 +70,24 @@ class ModelError(Exception):
 
 
 def read_functions(path, wanted):
-    funcs = {name: [] for name in wanted}
+    """The instructions (address, opcode, operands, guard) of the functions whose mangled name
+    `wanted` accepts (a set of names or a predicate)."""
+    accept = wanted if callable(wanted) else (lambda name: name in wanted)
+    funcs = {} if callable(wanted) else {name: [] for name in wanted}
     opener = gzip.open if path.endswith(".gz") else open
     current = None
     with opener(path, "rt", errors="replace") as f:
         for line in f:
             m = re.search(r"Function : (\S+)", line)
             if m:
-                current = m.group(1) if m.group(1) in funcs else None
+                current = m.group(1) if accept(m.group(1)) else None
+                if current:
+                    funcs.setdefault(current, [])
                 continue
             if current:
                 m = INSN.match(line)
                 if m:
-                    guard = (m.group(2) or "").strip()
-                    funcs[current].append((int(m.group(1), 16), m.group(3), m.group(4), guard))
+                    funcs[current].append((int(m.group(1), 16), m.group(3), m.group(4), (m.group(2) or "").strip()))
     return funcs
 
 
@@ -205,21 +209,7 @@ ALL = re.compile(r"_ZN7kvsight7kernels12cuda_runtime20paged_decode_splitkvI13__n
 def every_instance(path):
     """Rows of (K/V, head_dim, group, walk, prediction per device) for every bf16-q, block-16 split
     instance in the SASS."""
-    funcs = {}
-    opener = gzip.open if path.endswith(".gz") else open
-    current = None
-    with opener(path, "rt", errors="replace") as f:
-        for line in f:
-            m = re.search(r"Function : (\S+)", line)
-            if m:
-                current = m.group(1) if ALL.match(m.group(1)) else None
-                if current:
-                    funcs[current] = []
-                continue
-            if current:
-                m = INSN.match(line)
-                if m:
-                    funcs[current].append((int(m.group(1), 16), m.group(3), m.group(4), (m.group(2) or "").strip()))
+    funcs = read_functions(path, lambda name: ALL.match(name) is not None)
     rows = []
     for name, ins in funcs.items():
         m = ALL.match(name)
