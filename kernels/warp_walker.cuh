@@ -164,14 +164,20 @@ struct WarpWalker {
     }
   }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(KVS_SIMT_EMULATION)
+  static constexpr bool kHardwareFp8 = sizeof(KvStorage) == 1;
+#else
+  static constexpr bool kHardwareFp8 = false;
+#endif
+
   static __device__ __forceinline__ void decode(const uint4& chunk, float (&out)[kPerChunk]) {
     const unsigned int words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+    if constexpr (kHardwareFp8) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(KVS_SIMT_EMULATION)
-    // sm_89+: two fp8 E4M3 bytes to two fp16 in one cvt.rn.f16x2.e4m3x2 (the low byte to the low
-    // half), then to fp32. Exact like kernels/fp8_e4m3.hpp's decode for every finite byte (an E4M3
-    // value is an fp16 value); NaN stays NaN. About a quarter of its instructions per element
-    // (docs/reference/kernels.md, "fp8 E4M3 K/V").
-    if constexpr (sizeof(KvStorage) == 1) {
+      // sm_89+: two fp8 E4M3 bytes to two fp16 in one cvt.rn.f16x2.e4m3x2 (the low byte to the
+      // low half), then to fp32. Exact like kernels/fp8_e4m3.hpp's decode for every finite byte
+      // (an E4M3 value is an fp16 value); NaN stays NaN. About a quarter of its instructions per
+      // element (docs/reference/kernels.md, "fp8 E4M3 K/V").
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
 #pragma unroll
@@ -183,13 +189,14 @@ struct WarpWalker {
           out[h * 4 + pair * 2 + 1] = values.y;
         }
       }
-      return;
-    }
 #endif
+    } else {
 #pragma unroll
-    for (int h = 0; h < 4; ++h) {
+      for (int h = 0; h < 4; ++h) {
 #pragma unroll
-      for (int i = 0; i < kPerWord; ++i) out[h * kPerWord + i] = Element<KV>::to_float(element_of_word<KV>(words[h], i));
+        for (int i = 0; i < kPerWord; ++i)
+          out[h * kPerWord + i] = Element<KV>::to_float(element_of_word<KV>(words[h], i));
+      }
     }
   }
 
