@@ -8,7 +8,7 @@ shared-memory wavefronts and the HBM bytes, and with each device's SM count, clo
 predicts the fraction of HBM the loop can reach and names the resource that binds: issue, shared
 memory or HBM (latency is checked separately by Little's law in kernel-report.sh).
 
-How the SASS is read (docs/measurements.md, "Issue and shared memory per chunk"):
+How the SASS is read (docs/measurements.md, "The warp-split walk: the model after"):
   - a loop is a backward BRA; the chunk loop is the smallest loop that holds both LDGDEPBAR (the
     cp.async commit of the warp's next chunk) and LDGSTS (its copies);
   - its structure is checked against the kernel: 2 x 8 LDGSTS (8 steps of K and of V rows), 16
