@@ -227,14 +227,12 @@ def every_instance(path):
             elif kv_bytes == 2:
                 a = analyse_tile(ins, hd, group)
                 for dev, sms, clk, bw in DEVICES:
-                    hbm = a["bytes"] / (bw * 1e12 / sms / (clk * 1e9))
-                    ends = []
-                    for issue in (a["issue_high"], a["issue_low"]):
-                        costs = {"HBM": hbm, "issue": issue, "shared memory": a["wavefronts"]}
-                        bind = max(costs, key=costs.get)
-                        ends.append((hbm / costs[bind], bind))
-                    binds = ends[0][1] if ends[0][1] == ends[1][1] else f"{ends[1][1]} / {ends[0][1]}"
-                    cells.append(f"{100 * ends[0][0]:.0f}-{100 * ends[1][0]:.0f} %; {binds}")
+                    # The pessimistic and the optimistic end: one tile per CTA, its busiest warp's issue.
+                    (_, low, low_bind), (_, high, high_bind) = (
+                        predict({"sm_bytes": a["bytes"], "issue": issue, "sm_wavefronts": a["wavefronts"]}, sms, clk, bw)
+                        for issue in (a["issue_high"], a["issue_low"]))
+                    binds = low_bind if low_bind == high_bind else f"{high_bind} / {low_bind}"
+                    cells.append(f"{100 * low:.0f}-{100 * high:.0f} %; {binds}")
             else:
                 cells = ["not modelled (fp8 shared-tile walk)"] * len(DEVICES)
         except ModelError as e:

@@ -17,12 +17,14 @@
 // header; portability.cuh includes this file instead of the CUDA headers.
 #include <algorithm>
 #include <barrier>
+#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
+
+#include "../probes/src/half.hpp"  // the exact fp16 decode the cpu backend uses
 
 #define __device__
 #define __host__
@@ -53,23 +55,8 @@ struct __half {
   unsigned short bits;
 };
 inline __half __ushort_as_half(unsigned short bits) { return __half{bits}; }
-inline float __half2float(__half h) {
-  const unsigned sign = (h.bits >> 15) & 1u, exponent = (h.bits >> 10) & 0x1fu, mantissa = h.bits & 0x3ffu;
-  float magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  } else if (exponent == 31) {
-    magnitude = mantissa ? NAN : INFINITY;
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
-  }
-  return sign ? -magnitude : magnitude;
-}
-inline float __uint_as_float(unsigned bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
+inline float __half2float(__half h) { return kvsight::probes::detail::fp16_to_float(h.bits); }
+inline float __uint_as_float(unsigned bits) { return std::bit_cast<float>(bits); }
 using std::min;
 
 namespace kvs_simt {

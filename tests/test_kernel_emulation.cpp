@@ -15,28 +15,17 @@
 #include <vector>
 
 #include "../kernels/paged_decode.cuh"
+#include "../probes/src/half.hpp"
 
 namespace kvsight::kernels {
 namespace {
 
+using probes::detail::float_to_bf16;
+using probes::detail::float_to_fp16;
+
 // Values k / 32 for k in [-48, 48]: exact in bf16, fp16 and float, so the
-// reference sees the very numbers the kernel reads.
+// reference sees the very numbers the kernel reads (probes/src/half.hpp encodes them).
 float draw(std::mt19937& rng) { return static_cast<float>(static_cast<int>(rng() % 97) - 48) / 32.0f; }
-
-unsigned short bf16_bits(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  return static_cast<unsigned short>(bits >> 16);  // exact for the values draw() makes
-}
-
-unsigned short fp16_bits(float value) {
-  if (value == 0.0f) return 0;
-  const unsigned sign = value < 0 ? 0x8000u : 0u;
-  int exponent = 0;
-  const float fraction = std::frexp(std::fabs(value), &exponent);  // [0.5, 1)
-  const auto mantissa = static_cast<unsigned>(std::lround((fraction * 2.0f - 1.0f) * 1024.0f));
-  return static_cast<unsigned short>(sign | static_cast<unsigned>(exponent - 1 + 15) << 10 | mantissa);
-}
 
 struct Case {
   int kv_heads = 1;
@@ -81,8 +70,8 @@ double run(const Case& c) {
       v_value[i] = fp8_e4m3_to_float(v8[i]) * static_cast<double>(c.v_scale);
     } else {
       const float k = draw(rng), v = draw(rng);
-      k16[i] = is_half<KV> ? fp16_bits(k) : bf16_bits(k);
-      v16[i] = is_half<KV> ? fp16_bits(v) : bf16_bits(v);
+      k16[i] = is_half<KV> ? float_to_fp16(k) : float_to_bf16(k);
+      v16[i] = is_half<KV> ? float_to_fp16(v) : float_to_bf16(v);
       k_value[i] = k;
       v_value[i] = v;
     }
@@ -91,7 +80,7 @@ double run(const Case& c) {
   std::vector<double> q_value(q.size());
   for (std::size_t i = 0; i < q.size(); ++i) {
     const float value = draw(rng);
-    q[i] = is_half<T> ? fp16_bits(value) : bf16_bits(value);
+    q[i] = is_half<T> ? float_to_fp16(value) : float_to_bf16(value);
     q_value[i] = value;
   }
   // Block tables: a shuffled pool, so that consecutive blocks of a sequence are far apart.

@@ -1,6 +1,7 @@
 // Gate evaluation: turns a model, a device and engine options into GateInputs per
 // attention-layer group, runs the rule tables of gates_rules.cpp over them and adds
 // the engine constraints that refuse start-up. Sources: docs/reference/gates.md.
+#include "kvsight/join.hpp"
 #include "kvsight/gates.hpp"
 
 #include <algorithm>
@@ -30,15 +31,6 @@ std::string join_numbers(const std::vector<std::int64_t>& values) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ", ";
     out += std::to_string(values[i]);
-  }
-  return out;
-}
-
-std::string join_strings(const std::vector<std::string>& values) {
-  std::string out;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += values[i];
   }
   return out;
 }

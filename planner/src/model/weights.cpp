@@ -10,6 +10,7 @@
 #include "kvsight/dtype.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/footprint.hpp"
+#include "kvsight/join.hpp"
 #include "module_pattern.hpp"
 
 namespace kvsight {
@@ -41,15 +42,16 @@ struct Adder {
   void shared(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { part(g.shared_linear, a, b, c); }
   void recurrent(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { part(g.recurrent_linear, a, b, c); }
   void part(std::uint64_t& group, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-    add(g.dense_linear, a, b, c);
-    group = checked_add(group, checked_mul(checked_mul(a, b, "parameters"), c, "parameters"), "parameters");
+    group = checked_add(group, add(g.dense_linear, a, b, c), "parameters");
   }
   void expert(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { add(g.expert_linear, a, b, c); }
   void other(std::uint64_t a, std::uint64_t b = 1, std::uint64_t c = 1) { add(g.other, a, b, c); }
-  void add(std::uint64_t& into, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  // Adds a x b x c parameters to `into` and to the layer; returns the count.
+  std::uint64_t add(std::uint64_t& into, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
     const std::uint64_t n = checked_mul(checked_mul(a, b, "parameters"), c, "parameters");
     into = checked_add(into, n, "parameters");
     layer = checked_add(layer, n, "parameters");
+    return n;
   }
 };
 
@@ -327,14 +329,10 @@ WeightsEstimate estimate_weights(const ModelSpec& model, std::uint32_t tp, std::
                  ? "estimate from shapes: linears at " + std::to_string(q.bits_per_weight).substr(0, 5) + " bits (" +
                        q.method + "), embeddings and norms at " + model.dtype
                  : "estimate from shapes at " + model.dtype;
-  if (!ig.kept.empty()) {
-    std::string kept;
-    for (const std::string& k : ig.kept) kept += (kept.empty() ? "" : ", ") + k;
-    w.method += "; quantization_config.ignore keeps " + kept + " at " + model.dtype;
-  }
+  if (!ig.kept.empty())
+    w.method += "; quantization_config.ignore keeps " + join_strings(ig.kept) + " at " + model.dtype;
   if (!ig.partial.empty() || ig.unread > 0) {
-    std::string part;
-    for (const std::string& k : ig.partial) part += (part.empty() ? "" : ", ") + k;
+    const std::string part = join_strings(ig.partial);
     w.method += "; ignore entries not applied (" +
                 (part.empty() ? "" : "cover part of: " + part + (ig.unread ? "; " : "")) +
                 (ig.unread ? std::to_string(ig.unread) + " outside the regex subset kvsight reads" : "") + ")";
