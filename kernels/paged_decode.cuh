@@ -53,6 +53,7 @@
 #include "portability.cuh"
 #include "warp_walker.cuh"
 
+#include <cstddef>
 #include <type_traits>
 
 namespace kvsight::kernels {
@@ -100,6 +101,7 @@ struct TileWalker {
   static constexpr int kCopiesPerThread = kTileTokens * kChunksPerRow / kThreadsPerProgram;  // per matrix
   static_assert(kTileTokens * kChunksPerRow % kThreadsPerProgram == 0, "whole copies per thread");
   static constexpr int kAcc = accumulators_per_thread<HEAD_DIM, GROUP>();
+  static_assert(offsetof(Shared, q) % 16 == 0, "the score loop reads q rows as float4");
 
   const PagedDecodeParams& p;
   const FastDivider block_divider;
@@ -237,22 +239,35 @@ struct TileWalker {
         float score = -INFINITY;
         if (t < count) {
           const uint4* k_row = reinterpret_cast<const uint4*>(s.k[stage][t]);
-          const float* q_row = s.q + g * HEAD_DIM;
-          float dot = 0.0f;
+          // q as 16-byte reads, a K chunk's worth (2 or 4) at a time, and two
+          // partial sums of explicit FMAs: with scalar q reads hipcc issued 2-float
+          // reads, each waited for before the next, and with `+=` products it kept
+          // the multiply and the add apart (docs/measurements.md, "HIP: the model").
+          const float4* q_row = reinterpret_cast<const float4*>(s.q + g * HEAD_DIM);
+          float dot[2] = {0.0f, 0.0f};
 #pragma unroll 4
           for (int w = 0; w < kChunksPerRow; ++w) {
             const uint4 chunk = k_row[w];
             const unsigned int words[4] = {chunk.x, chunk.y, chunk.z, chunk.w};
+            float q_chunk[kPerChunk];
+#pragma unroll
+            for (int j = 0; j < kPerChunk / 4; ++j) {
+              const float4 four = q_row[w * (kPerChunk / 4) + j];
+              q_chunk[4 * j] = four.x;
+              q_chunk[4 * j + 1] = four.y;
+              q_chunk[4 * j + 2] = four.z;
+              q_chunk[4 * j + 3] = four.w;
+            }
 #pragma unroll
             for (int h = 0; h < 4; ++h) {
 #pragma unroll
               for (int i = 0; i < kPerWord; ++i) {
-                dot += q_row[kPerChunk * w + kPerWord * h + i] *
-                       Element<KV>::to_float(element_of_word<KV>(words[h], i));
+                const float k = Element<KV>::to_float(element_of_word<KV>(words[h], i));
+                dot[h & 1] = fmaf(q_chunk[kPerWord * h + i], k, dot[h & 1]);
               }
             }
           }
-          score = dot * score_scale;
+          score = (dot[0] + dot[1]) * score_scale;
         }
         s.scores[g][t] = score;
       }
@@ -279,7 +294,21 @@ struct TileWalker {
           const int g = e / HEAD_DIM;
           const int d = e % HEAD_DIM;
           float value = acc[i] * s.rescale[g];
-          for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+          // A full tile (every tile but a program's last) runs a loop of known
+          // length, 16 tokens an iteration: its shared-memory reads use immediate
+          // offsets and 16 tokens' reads are in flight per wait. With the runtime
+          // count alone, hipcc emitted one token per iteration, 10 instructions and
+          // a full LDS round trip each (docs/measurements.md, "HIP: the model");
+          // nvcc unrolled it 16-fold itself, the shape this keeps. The last,
+          // partial tile's loop stays rolled: it runs once per program.
+          if (count == kTileTokens) {
+#pragma unroll 16
+            for (int t = 0; t < kTileTokens; ++t)
+              value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+          } else {
+#pragma unroll 1
+            for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+          }
           acc[i] = value;
         }
       }
