@@ -15,10 +15,13 @@
 #     wavefronts and HBM bytes, the predicted fraction of HBM on H200 and H100 and what binds.
 #
 #   - HIP (issue #24 item 3), when hipcc is found: the paged-decode kernels compiled
-#     to AMDGPU assembly for gfx90a, gfx1030 and gfx1100 (and gfx942 tried), and per
+#     to AMDGPU assembly for gfx90a, gfx1030 (hipcc), gfx942 and gfx1100 (a clang of
+#     LLVM >= 17, Debian's clang-19, when found; else hipcc, which cannot do gfx942), and per
 #     arch and instance the tile loop's s_waitcnt vmcnt(0) vs counted vmcnt(N > 0)
 #     (scripts/hip-waitcnt-check.py); the report FAILS (exit 1) when the next
-#     tile's loads are waited for (vmcnt(0)) before their data is needed.
+#     tile's loads are waited for (vmcnt(0)) before their data is needed;
+#   - the issue-and-bandwidth model of the HIP tile loop on MI300X (gfx942) and RX 7900 XT
+#     (gfx1100) (scripts/amd-kernel-model.py, issue #24 item 1).
 #
 #   scripts/kernel-report.sh [OUT.md]          (default build-kernel-report/report.md)
 #   scripts/kernel-report.sh --hip [OUT.md]    the HIP part only (default .../report-hip.md)
@@ -27,16 +30,17 @@
 # CUOBJDUMP (default: on PATH, else the PyPI package nvidia-cuda-cuobjdump is
 # installed into build-kernel-report/venv), KVS_REPORT_DIR (work directory),
 # KVS_REPORT_OBJECT (an already compiled object + its ptxas log at OBJECT.log:
-# skips the compile), HIPCC (default: hipcc on PATH), KVS_HIP_ARCHS (default
-# "gfx90a gfx1030 gfx1100 gfx942"), KVS_LLVM_BIN (llvm-dis / llvm-as for the gfx1100
-# device library, default /usr/lib/llvm-15/bin). Exit: 0 report written, 1 the HIP wait check
+# skips the compile), HIPCC (default: hipcc on PATH), KVS_HIP_CLANG (the clang for gfx942
+# and gfx1100, default clang++-19 on PATH; "none" uses hipcc), KVS_HIP_ARCHS (default
+# "gfx90a gfx1030 gfx1100 gfx942"), KVS_LLVM_BIN (llvm-dis / llvm-as for the synthesized
+# device libraries, default /usr/lib/llvm-15/bin). Exit: 0 report written, 1 the HIP wait check
 # failed (report written), 2 usage, 3 a tool is missing or the compile failed.
 set -u -o pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HIP_ONLY=0
 case "${1:-}" in
-  -h | --help) sed -n 2,31p "$0"; exit 0 ;;
+  -h | --help) sed -n 2,37p "$0"; exit 0 ;;
   --hip) HIP_ONLY=1; shift ;;
   -*) echo "usage: $0 [--hip] [OUT.md]" >&2; exit 2 ;;
 esac
@@ -44,46 +48,68 @@ esac
 WORK="${KVS_REPORT_DIR:-$ROOT/build-kernel-report}"
 mkdir -p "$WORK" || exit 3
 
-# ---- HIP: AMDGPU assembly of every paged-decode instance per arch, and the wait check.
-# Debian's hipcc 5.2.3 (clang 15) knows gfx1100 but its device libraries stop at
-# gfx1036 (no oclc_isa_version_1100.bc): for the ISA only, a copy of the library
-# directory gets that one file, made from the gfx1030 one with the version constant
-# changed (10300 -> 11000; the file defines nothing else). clang 15 does not know
-# gfx942 (LLVM 17 added it): the error is recorded in the report.
+# ---- HIP: AMDGPU assembly of every paged-decode instance per arch, the wait check, the AMD model.
+# Debian's hipcc 5.2.3 (clang 15) compiles gfx90a and gfx1030. gfx942 (MI300X) needs LLVM >= 17
+# and gfx1100 (RX 7900 XT) gets RDNA3's dual issue (VOPD) from newer LLVM releases: those two are
+# compiled by KVS_HIP_CLANG (Debian bookworm's clang-19) against the same HIP headers and device
+# libraries. The libraries stop at gfx1036: for the ISA only, a copy of the library directory
+# gets oclc_isa_version_942.bc / _1100.bc, made from the gfx1030 file with its one constant changed
+# (10300 -> 9402 / 11000; the file defines nothing else), and code object v4 is asked for (v5's
+# oclc_abi_version library is not in ROCm 5.2's set).
+isa_library() {  # isa_library ARCH VERSION: the synthesized oclc_isa_version file in $libs
+  local llvm="${KVS_LLVM_BIN:-/usr/lib/llvm-15/bin}" file="$libs/oclc_isa_version_${1#gfx}.bc"
+  [ -e "$file" ] && return 0
+  [ -d "$bitcode" ] && [ -x "$llvm/llvm-dis" ] && [ -x "$llvm/llvm-as" ] || return 1
+  mkdir -p "$libs" && ln -sf "$bitcode"/*.bc "$libs"/ && rm -f "$file" &&
+    "$llvm/llvm-dis" "$bitcode/oclc_isa_version_1030.bc" -o - | sed "s/i32 10300/i32 $2/" |
+    "$llvm/llvm-as" -o "$file"
+}
+
 hip_report() {
-  local out="$1" hipcc="${HIPCC:-$(command -v hipcc || true)}" specs=() notes=() arch
+  local out="$1" hipcc="${HIPCC:-$(command -v hipcc || true)}" specs=() notes=() models=() arch
+  local clang="${KVS_HIP_CLANG:-$(command -v clang++-19 || true)}"
+  [ "$clang" = none ] && clang=""
   [ -n "$hipcc" ] || { echo "kernel-report: hipcc not found: HIP part skipped" >&2; return 0; }
-  local tu="$WORK/hip_decode_isa.hip.cpp" libs="$WORK/hip-device-libs"
+  # libs and bitcode are read by isa_library (bash locals are visible to the functions called).
+  local tu="$WORK/hip_decode_isa.hip.cpp" libs="$WORK/hip-device-libs" bitcode
   printf '%s\n' '// Every paged-decode instance, device code only (scripts/kernel-report.sh).' \
     '#include "paged_decode.cuh"' > "$tu"
-  local bitcode
   bitcode="$(dirname "$(find /usr/lib /opt/rocm -name oclc_isa_version_1030.bc 2> /dev/null | head -1)")"
   for arch in ${KVS_HIP_ARCHS:-gfx90a gfx1030 gfx1100 gfx942}; do
-    local extra=() asm="$WORK/hip_decode_$arch.s" log="$WORK/hip_decode_$arch.log"
-    local llvm="${KVS_LLVM_BIN:-/usr/lib/llvm-15/bin}"
-    if [ "$arch" = gfx1100 ] && [ -d "$bitcode" ] && [ ! -e "$bitcode/oclc_isa_version_1100.bc" ] &&
-      [ -x "$llvm/llvm-dis" ] && [ -x "$llvm/llvm-as" ]; then
-      mkdir -p "$libs" && ln -sf "$bitcode"/*.bc "$libs"/ &&
-        "$llvm/llvm-dis" "$bitcode/oclc_isa_version_1030.bc" -o - | sed 's/i32 10300/i32 11000/' |
-        "$llvm/llvm-as" -o "$libs/oclc_isa_version_1100.bc" &&
-        extra=(--rocm-device-lib-path="$libs") &&
-        notes+=("gfx1100: device library oclc_isa_version_1100.bc synthesized from the gfx1030 one (ISA only)")
+    local cmd=("$hipcc" -std=c++20 -O3 --offload-arch="$arch") asm="$WORK/hip_decode_$arch.s"
+    local log="$WORK/hip_decode_$arch.log" version="" compiler=hipcc
+    case "$arch" in gfx942) version=9402 ;; gfx1100) version=11000 ;; esac
+    if [ -n "$version" ] && isa_library "$arch" "$version"; then
+      notes+=("$arch: device library oclc_isa_version_${arch#gfx}.bc synthesized from the gfx1030 one (ISA only)")
+      if [ -n "$clang" ]; then
+        cmd=("$clang" -x hip -std=c++20 -O3 --offload-arch="$arch" -mcode-object-version=4)
+        compiler="$("$clang" --version 2> /dev/null | head -1)"
+      fi
+      cmd+=(--rocm-device-lib-path="$libs")
     fi
-    echo "kernel-report: hipcc --offload-arch=$arch (every decode instance; minutes)" >&2
-    if "$hipcc" -std=c++20 -O3 --offload-arch="$arch" "${extra[@]}" -I"$ROOT/kernels" --cuda-device-only -S \
-      "$tu" -o "$asm" > "$log" 2>&1; then
+    echo "kernel-report: $arch with ${cmd[0]} (every decode instance; minutes)" >&2
+    if "${cmd[@]}" -I"$ROOT/kernels" --cuda-device-only -S "$tu" -o "$asm" > "$log" 2>&1; then
       specs+=("$arch=$asm")
+      notes+=("$arch: compiled by \`$compiler\`")
+      case "$arch" in gfx942 | gfx1100) models+=("$arch=$asm") ;; esac
     else
-      notes+=("$arch: not compiled: $(grep -m1 -E 'error' "$log" | sed 's/^clang: //')")
+      notes+=("$arch: not compiled: $(grep -m1 -E 'error' "$log" | sed 's/^clang[^:]*: //')")
       rm -f "$asm"
     fi
   done
   [ ${#specs[@]} -gt 0 ] || { echo "kernel-report: no HIP arch compiled (logs $WORK/hip_decode_*.log)" >&2; return 3; }
   python3 "$ROOT/scripts/hip-waitcnt-check.py" "$out" "${specs[@]}"
   local rc=$?
-  { echo; echo "Compiled with \`$("$hipcc" --version 2> /dev/null | grep -m1 -i 'clang version')\`; \`hipcc -std=c++20 -O3 --offload-arch=ARCH --cuda-device-only -S\` on a file that includes kernels/paged_decode.cuh."
+  { echo; echo "Compiled with \`hipcc -std=c++20 -O3 --offload-arch=ARCH --cuda-device-only -S\` (Debian hipcc: \`$("$hipcc" --version 2> /dev/null | grep -m1 -i 'clang version')\`) or \`clang++ -x hip\` with the same flags, on a file that includes kernels/paged_decode.cuh."
     for note in "${notes[@]}"; do echo "- $note"; done; } >> "$out"
   printf '%s\n' "${notes[@]}" >&2
+  if [ ${#models[@]} -gt 0 ]; then
+    { echo; echo "### Issue-and-bandwidth model of the HIP tile loop (scripts/amd-kernel-model.py)"; echo
+      python3 "$ROOT/scripts/amd-kernel-model.py" "${models[@]}" --all; } >> "$out" || {
+      echo "kernel-report: amd-kernel-model.py failed: the model is out of date with the tile loop" >&2
+      return 3
+    }
+  fi
   return $rc
 }
 
