@@ -84,6 +84,7 @@ SHAPES = [
 LDS_LATENCIES = (32, 64, 128)  # cycles: stated inputs for the sensitivity columns
 
 K_READ = re.compile(r"^ds_(read|load)_b128$")
+FMA = re.compile(r"fmac?_f32")  # v_fmac_f32, v_fma_f32, v_pk_fma_f32, VOPD's v_dual_fmac_f32
 LDS_WIDTH = [  # bytes per lane of an LDS instruction, by mnemonic
     (re.compile(r"b128$"), 16), (re.compile(r"(2addr_b64|read2_b64|write2_b64|2addr_stride64_b64)$"), 16),
     (re.compile(r"b96$"), 12), (re.compile(r"(b64|2addr_b32|read2_b32|write2_b32|2addr_stride64_b32|read2st64_b32)$"), 8),
@@ -203,15 +204,14 @@ def tile_loop(loops):
 
 def classify(loops, tile, head_dim, template_group, kv):
     """The tile loop's child loops by role: score (with its inner chunk loop), softmax, p.V (layout order)."""
-    roles = {"score": [], "softmax": [], "pv": []}  # and "accumulators": kAcc
+    roles = {"score": [], "softmax": [], "pv": []}
     for child in sorted(loops.children(tile), key=lambda h: next(b.index for b in loops.blocks if b.name == h)):
         ops = body_insns(loops, child)
         if any(K_READ.match(o) for o in ops):
             roles["score"].append(child)
         elif any(o.startswith("v_exp_f32") for o in ops):
             roles["softmax"].append(child)
-        elif any(KV_TYPES[kv][2].match(o) for o in ops) and any(o.startswith(("v_fmac_f32", "v_fma_f32", "v_dual_fmac_f32")) or
-                                                          "fmac_f32" in o for o in ops):
+        elif any(KV_TYPES[kv][2].match(o) for o in ops) and any(FMA.search(o) for o in ops):
             roles["pv"].append(child)
         else:
             raise ModelError(f"tile-loop child {child} holds none of K reads, v_exp_f32 or V reads with an FMA")
@@ -221,7 +221,7 @@ def classify(loops, tile, head_dim, template_group, kv):
         raise ModelError(f"tile loop has {len(roles['score'])} score, {len(roles['softmax'])} softmax and "
                          f"{len(roles['pv'])} p.V loops; the model expects 1, 1 and {accumulators} (or "
                          f"{2 * accumulators}: a full-tile and a partial-tile loop per accumulator)")
-    roles["accumulators"] = accumulators
+    roles["accumulators"] = accumulators  # kAcc of the instance
     return roles
 
 
@@ -240,7 +240,8 @@ def trip_counts(loops, roles, head_dim, group, wave, wave_size, kv):
     inner = loops.children(score)
     if len(inner) > 1:
         raise ModelError(f"score loop {score} has {len(inner)} inner loops; the model expects at most 1")
-    reads_outside = sum(1 for b in loops.members(score) if b.loop == score for i in b.insns if K_READ.match(mnemonic(i)))
+    reads_outside = sum(1 for b in loops.members(score) if b.loop == score
+                        for i in b.insns if K_READ.match(mnemonic(i)))
     if inner:
         reads = sum(1 for o in body_insns(loops, inner[0]) if K_READ.match(o))
         if reads == 0 or reads % per_chunk or chunks % (reads // per_chunk) or reads_outside:
@@ -254,12 +255,12 @@ def trip_counts(loops, roles, head_dim, group, wave, wave_size, kv):
     # two: of each pair, the one with more V reads an iteration is the full tile's, which a steady-state
     # tile runs; the other runs 0 times (the branch on count == kTileTokens is uniform).
     pv = roles["pv"]
-    pairs_per_acc = len(pv) // roles["accumulators"]
-    for i in range(len(pv) // pairs_per_acc):
-        group_loops = pv[i * pairs_per_acc:(i + 1) * pairs_per_acc]
+    per_accumulator = len(pv) // roles["accumulators"]
+    for i in range(roles["accumulators"]):
+        group_loops = pv[i * per_accumulator:(i + 1) * per_accumulator]
         reads = [sum(1 for o in body_insns(loops, h) if v_read.match(o)) for h in group_loops]
         full = max(range(len(group_loops)), key=lambda j: reads[j])
-        if pairs_per_acc == 2 and reads[0] == reads[1]:
+        if per_accumulator == 2 and reads[0] == reads[1]:
             raise ModelError(f"p.V loops {group_loops} read {reads[0]} V elements an iteration each: "
                              "which one a full tile runs is not known")
         if TILE % reads[full]:
