@@ -301,13 +301,15 @@ struct TileWalker {
           // a full LDS round trip each (docs/measurements.md, "HIP: the model");
           // nvcc unrolled it 16-fold itself, the shape this keeps. The last,
           // partial tile's loop stays rolled: it runs once per program.
+          const auto weighted_v = [&](int t) {
+            return s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+          };
           if (count == kTileTokens) {
 #pragma unroll 16
-            for (int t = 0; t < kTileTokens; ++t)
-              value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+            for (int t = 0; t < kTileTokens; ++t) value += weighted_v(t);
           } else {
 #pragma unroll 1
-            for (int t = 0; t < count; ++t) value += s.scores[g][t] * Element<KV>::to_float(s.v[stage][t][d]);
+            for (int t = 0; t < count; ++t) value += weighted_v(t);
           }
           acc[i] = value;
         }

@@ -51,17 +51,19 @@ Exit 0, 2 usage, 3 a headline or cliff function missing, or its loop does not ma
 """
 import gzip
 import math
+import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from decode_shared import TILE, tile_shared  # noqa: E402 (the scripts folder, just added)
+
 THREADS = 128  # kThreadsPerProgram
-TILE = 32  # kTileTokens
 # K/V element types of the split instances: bytes, the mangled template argument, the V element read.
 KV_TYPES = {
     "bf16": (2, "S3_", re.compile(r"^ds_(read|load)_(u16|u16_d16|u16_d16_hi|d16_hi_u16)$")),
     "fp8_e4m3": (1, "12kvs_fp8_e4m3", re.compile(r"^ds_(read|load)_(u8|u8_d16|u8_d16_hi|d16_hi_u8)$")),
 }
-ROW_PAD_BYTES = 16  # kRowPadBytes
 LDS_BYTES_PER_CYCLE = 128  # per CU: 32 banks x 4 bytes (CDNA3 and RDNA3)
 
 # Devices (docs/reference/amd-kernel-model.md, "Devices", with sources): CUs, peak engine clock (GHz),
@@ -352,12 +354,6 @@ def segments(insns, wave_size):
     return out
 
 
-def lds_bytes(head_dim, group, kv_bytes):
-    """sizeof(DecodeShared<Storage, HEAD_DIM, GROUP>) with one K/V stage (HIP)."""
-    return (2 * TILE * (head_dim * kv_bytes + ROW_PAD_BYTES) + group * head_dim * 4 + 2 * TILE * 8 + group * TILE * 4
-            + 3 * group * 4)
-
-
 def descriptor(path, function):
     """VGPRs (arch + accumulation) and static LDS from the kernel descriptor."""
     lines = lines_from(path, "\t.amdhsa_kernel " + function) or iter(())
@@ -412,12 +408,12 @@ def model(arch, path, label, head_dim, template_group, group, kv="bf16"):
     issue = sum(max(pw[s]["insns"] for pw in per_wave) for s in range(nseg)) * dev["cadence"]
     lds_trips = sum(max(pw[s]["lds_trips"] for pw in per_wave) for s in range(nseg))
     vm_trips = sum(max(pw[s]["vm_trips"] for pw in per_wave) for s in range(nseg))
-    valu = [sum(seg["valu"] for seg in pw) for pw in per_wave]
+    valu = max(sum(seg["valu"] for seg in pw) for pw in per_wave)
     lds_program = sum(seg["lds"] for pw in per_wave for seg in pw)
     insns = [sum(seg["insns"] for seg in pw) for pw in per_wave]
 
     vgpr, static_lds = descriptor(path, function)
-    shared = static_lds + lds_bytes(head_dim, template_group, kv_bytes)
+    shared = static_lds + tile_shared(head_dim, template_group, kv_bytes, stages=1)  # HIP: KVS_KV_STAGES 1
     shared_alloc = -(-shared // dev["lds_granule"]) * dev["lds_granule"]
     by_lds = dev["lds"] // shared_alloc
     vgpr_alloc = -(-max(vgpr, 1) // dev["vgpr_granule"]) * dev["vgpr_granule"]
@@ -432,7 +428,7 @@ def model(arch, path, label, head_dim, template_group, group, kv="bf16"):
         raise ModelError(f"{function}: no program fits a CU ({shared} B LDS, {vgpr} VGPRs)")
 
     busiest_simd = -(-programs * waves // dev["simds"])
-    valu_cycles = busiest_simd * max(valu) * dev["valu_cycles"]
+    valu_cycles = busiest_simd * valu * dev["valu_cycles"]
     lds_time = programs * lds_program
     bytes_tile = 2 * TILE * head_dim * kv_bytes
     per_cycle = dev["bandwidth"] * 1e12 / dev["cus"] / (dev["clock"] * 1e9)
@@ -443,12 +439,11 @@ def model(arch, path, label, head_dim, template_group, group, kv="bf16"):
     others = max(v for k, v in bounds.items() if k != "issue")
     lds_break_even = (others - issue) / lds_trips if lds_trips else math.inf
     at_latency = {lat: hbm / max(busiest, issue + lds_trips * lat) for lat in LDS_LATENCIES}
-    return dict(device=dev["name"], arch=arch, label=label, insns=insns, valu=valu, issue=issue, valu_cycles=valu_cycles,
-                lds=lds_time, hbm=hbm, programs=programs, by_lds=by_lds, by_vgpr=by_vgpr, shared=shared, vgpr=vgpr,
+    return dict(device=dev["name"], arch=arch, label=label, insns=insns, issue=issue, valu_cycles=valu_cycles,
+                lds=lds_time, hbm=hbm, programs=programs, shared=shared, vgpr=vgpr,
                 lds_trips=lds_trips, vm_trips=vm_trips, fraction=hbm / busiest, binds=binds,
                 lds_break_even=max(0.0, lds_break_even), at_latency=at_latency,
-                vm_break_even_ns=(others - issue) / vm_trips / dev["clock"] if vm_trips else math.inf,
-                pv_loops=len(roles["pv"]))
+                vm_break_even_ns=(others - issue) / vm_trips / dev["clock"] if vm_trips else math.inf)
 
 
 def every_instance(specs):

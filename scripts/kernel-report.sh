@@ -168,9 +168,9 @@ SASS="$WORK/cuda_backend_sm90.sass"
 "$CUOBJDUMP" -sass "$OBJECT" > "$SASS" 2> "$WORK/cuobjdump.err" ||
   { echo "kernel-report: cuobjdump failed: $(head -3 "$WORK/cuobjdump.err")" >&2; exit 3; }
 
-python3 - "$LOG" "$SASS" "$OUT" "$OBJECT" << 'PY'
+python3 - "$LOG" "$SASS" "$OUT" "$OBJECT" "$ROOT/scripts" << 'PY'
 import re, subprocess, sys
-log_path, sass_path, out_path, object_path = sys.argv[1:5]
+log_path, sass_path, out_path, object_path, scripts_dir = sys.argv[1:6]
 
 # ---- ptxas -v: registers, spills, static shared per mangled name.
 props = {}
@@ -217,21 +217,9 @@ def parse(name):
         return {"kernel": "stream_" + m.group(1)}
     return {"kernel": d}
 
-# The dynamic shared memory of an instance on CUDA: the Shared of its walk (kernels/paged_decode.cuh,
-# DecodeWalker). The warp-split walk (kernels/warp_walker.cuh) serves group x (16 / kv_bytes) <= 64:
-# per warp two stages of K and V chunks of 8 x 512 / (head_dim x kv_bytes) rows and two chunks' row
-# offsets (8 B each), the warps' merged outputs sharing those bytes (a union), then per warp and head
-# the max and sum, per head the program's max and sum. The shared-tile walk (DecodeShared; KVS_KV_STAGES
-# 2, rows padded by 16 bytes, kTileTokens 32): K and V stages of head_dim x kv_bytes + 16 bytes per row,
-# q, two tiles of row offsets, scores, running max / sum / rescale.
-# tests/test_kernel_emulation.cpp checks both against sizeof for the instances it runs.
-def decode_shared(head_dim, group, kv_bytes):
-    if group * (16 // kv_bytes) <= 64:
-        rows = 8 * 512 // (head_dim * kv_bytes)
-        stages = 4 * (2 * 2 * rows * head_dim * kv_bytes + 2 * rows * 8)
-        return max(stages, 4 * group * head_dim * 4) + 2 * 4 * group * 4 + 2 * group * 4
-    return (2 * 2 * 32 * (head_dim * kv_bytes + 16) + group * head_dim * 4 + 2 * 32 * 8 + group * 32 * 4
-            + 3 * group * 4)
+# The dynamic shared memory of an instance on CUDA: the Shared of its walk (scripts/decode_shared.py).
+sys.path.insert(0, scripts_dir)
+from decode_shared import cuda_decode_shared as decode_shared
 
 # H200 (sm_90) limits, CUDA C++ Programming Guide, "Compute capabilities" table:
 # 65536 registers per SM, allocated per warp in units of 256; 228 KiB shared per SM,
