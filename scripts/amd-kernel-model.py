@@ -47,7 +47,7 @@ the model, not measurements.
 Usage: amd-kernel-model.py ARCH=ASM [ARCH=ASM ...] [--all]   (ARCH gfx942 or gfx1100; ASM may be .gz).
 --all adds a table of every bf16-q, block-16 split instance the assembly holds (bf16 and fp8 K/V), each
 at its full group; an instance whose tile loop the model does not know is listed with the reason.
-Exit 0, 2 usage, 3 a headline or cliff function missing, or its loop does not match the model.
+Exit 0, 2 usage or an unreadable ASM, 3 a headline or cliff function missing, or its loop does not match the model.
 """
 import gzip
 import math
@@ -488,6 +488,12 @@ def main(argv):
         specs.append((arch, path))
     if not specs:
         return usage(argv)
+    for arch, path in specs:
+        try:
+            lines_from(path, "")
+        except OSError as e:
+            print(f"amd-kernel-model: {arch}={path}: {e.strerror or e}", file=sys.stderr)
+            return 2
     rows = []
     try:
         for arch, path in specs:

@@ -32,8 +32,9 @@ How the SASS is read (docs/measurements.md, "The warp-split walk: the model afte
 
 Usage: kernel-model.py SASS_FILE [--all]   (SASS_FILE may be .gz). --all adds a table of every bf16-q,
 block-16 split-KV instance (warp-split ones by the chunk model, 16-bit shared-tile ones by the tile
-model's range, fp8 shared-tile ones not modelled). Exit 0, 2 usage, 3 when a headline or cliff instance
-is missing or its loop does not have the expected structure (the model is out of date).
+model's range, fp8 shared-tile ones not modelled). Exit 0, 2 usage or an unreadable SASS_FILE, 3 when a
+headline or cliff instance is missing or its loop does not have the expected structure (the model is out of
+date).
 """
 import collections
 import gzip
@@ -255,7 +256,11 @@ def main(argv):
         return 0 if len(argv) >= 2 else 2
     path = argv[1]
     names = {MANGLED.format(hd=hd, g=g): (label, hd, g, rg) for label, hd, g, rg in SHAPES}
-    funcs = read_functions(path, names)
+    try:
+        funcs = read_functions(path, names)
+    except OSError as e:
+        print(f"kernel-model: SASS_FILE {path}: {e.strerror or e}", file=sys.stderr)
+        return 2
     rows = []
     for name, (label, hd, g, rg) in names.items():
         if not funcs[name]:

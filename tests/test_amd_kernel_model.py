@@ -229,6 +229,9 @@ def main():
     script, fixture_dir = sys.argv[1], sys.argv[2]
     assert run(script).returncode == 2
     assert run(script, "gfx90a=x.s").returncode == 2
+    # An assembly file that cannot be read: exit 2 naming the argument, no traceback.
+    r = run(script, "gfx942=/nonexistent/x.s")
+    assert r.returncode == 2 and "gfx942=/nonexistent/x.s" in r.stderr and "Traceback" not in r.stderr, r.stderr
     with tempfile.TemporaryDirectory() as d:
         synthetic(script, d)
     fixtures(script, fixture_dir)

@@ -18,6 +18,10 @@ def run(script, sass, *options):
 
 def main():
     script, fixture = sys.argv[1], sys.argv[2]
+    # A SASS file that cannot be read: exit 2 with its name, no traceback.
+    r = run(script, "/nonexistent/kernel.sass")
+    assert r.returncode == 2 and "SASS_FILE /nonexistent/kernel.sass" in r.stderr, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
     r = run(script, fixture)
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if line.startswith("| headline") or line.startswith("| cliff")]
