@@ -2,7 +2,8 @@
 // avx2, avx512-bf16) against the float64 reference on the shapes of
 // test_probe_kernels.cpp and on those that reach the multi-head tasks and the
 // 1-3 head remainders of the vector kernels; a case per dtype computed by hand
-// (fp16 subnormals, which F16C converts exactly); the kernel each dtype gets,
+// (fp16 subnormals, which F16C converts exactly); the portable kernel's vector
+// fp16 widening against the scalar decode; the kernel each dtype gets,
 // as `probe info` names it; the thread pool's refusal.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -18,9 +20,15 @@
 
 #include "../probes/src/backend.hpp"
 #include "../probes/src/cpu_kernel.hpp"
+#include "../probes/src/cpu_vec8.hpp"
+#include "../probes/src/half.hpp"
 #include "kvsight/error.hpp"
 #include "kvsight/probes/probes.hpp"
 #include "test_support.hpp"
+
+// The widening tests call cpu_vec8.hpp's inline 8-lane functions directly;
+// no Vec8 crosses a non-inlined call, so the AVX-vs-SSE ABI note does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace {
 namespace kp = kvsight::probes;
@@ -183,6 +191,34 @@ TEST(CpuKernelsByHand, MeanOfValuesWhenScoresAreEqual) {
 }
 
 // The kernel each dtype gets, as probe info names it.
+// The portable kernel's table-free fp16 widening (cpu_vec8.hpp) gives half.hpp's
+// fp16_to_float bits on all 65,536 inputs (signed zeros, the 1,023 subnormals of
+// each sign, infinities and NaN payloads included), each value in every lane.
+TEST(CpuWidening, Fp16MatchesTheScalarDecodeOnEveryInput) {
+  const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  for (std::uint32_t lane = 0; lane < 8; ++lane) {
+    for (std::uint32_t value = 0; value < 65536; ++value) {
+      std::uint16_t halves[8] = {};
+      halves[lane] = static_cast<std::uint16_t>(value);
+      const kd::Vec8 wide = kd::widen_fp16x8(halves);
+      ASSERT_EQ(bits(wide[lane]), bits(kd::fp16_to_float(halves[lane])))
+          << "fp16 0x" << std::hex << value << " in lane " << std::dec << lane;
+    }
+  }
+  // By hand: the smallest subnormal is 2^-24, the largest 1023 x 2^-24, the largest finite
+  // value (1 + 1023/1024) x 2^15 = 65504.
+  const std::uint16_t some[8] = {0x0001, 0x03ff, 0x8000, 0x7c00, 0xfc00, 0x3c00, 0xc000, 0x7bff};
+  const kd::Vec8 h = kd::widen_fp16x8(some);
+  EXPECT_EQ(h[0], std::ldexp(1.0f, -24));
+  EXPECT_EQ(h[1], 1023.0f * std::ldexp(1.0f, -24));
+  EXPECT_EQ(bits(h[2]), 0x80000000u);
+  EXPECT_EQ(h[3], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(h[4], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(h[5], 1.0f);
+  EXPECT_EQ(h[6], -2.0f);
+  EXPECT_EQ(h[7], 65504.0f);
+}
+
 TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   const std::string portable = kd::cpu_open(1, "portable")->info().cpu_kernel;
   ASSERT_EQ(portable.rfind("bf16: portable", 0), 0u) << portable;
@@ -198,7 +234,8 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
     // bf16 takes the BF16 extension where there is one; fp16 needs AVX-512 F/BW/DQ/VL only.
     const std::string bf16 = kd::cpu_has_avx512_bf16() ? "avx512-bf16" : "avx2";
     const std::string fp16 = kd::cpu_has_avx512() ? "avx512-fp16" : "avx2";
-    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16 + "; fp8_e4m3 K/V: " + portable_name);
+    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16 + "; fp8_e4m3 K/V: " + portable_name +
+                             kvsight::test::expected_tile_reads_suffix());
   }
   if (avx2 && kd::cpu_has_avx512()) {
     EXPECT_NE(kd::cpu_open(1, "avx512-fp16")->info().cpu_kernel.find("; fp16: avx512-fp16"),
@@ -214,7 +251,8 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   }
   if (kd::cpu_has_avx2_f16c()) {
     EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel,
-              "bf16: avx2; fp16: avx2; fp8_e4m3 K/V: " + portable_name);
+              "bf16: avx2; fp16: avx2; fp8_e4m3 K/V: " + portable_name +
+                  kvsight::test::expected_tile_reads_suffix());
   } else {
     try {
       kd::cpu_open(1, "avx2");

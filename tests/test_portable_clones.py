@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The portable cpu kernel's clones hold the kernel (issue #24 item 5).
 
-probes/src/cpu_kernel_portable.cpp clones run_task_dispatch for x86-64-v3 and the baseline
+probes/src/cpu_kernel_portable.cpp clones attend_portable for x86-64-v3 and the baseline
 (target_clones). A clone's target reaches only the code inlined into it: when the head-dim dispatch
 and its lambda were called instead of inlined, both clones were ~350-byte stubs calling the same
 baseline (SSE2) kernel, and the portable path ran at a quarter of its speed with no test noticing.
@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 
-SYMBOL = "kvsight::probes::detail::run_task_dispatch("
+SYMBOL = "kvsight::probes::detail::attend_portable("
 
 
 def main():
@@ -32,11 +32,11 @@ def main():
                 if m.group(3).endswith(f"[clone .{tag}]"):
                     clones[tag] = int(m.group(2), 16)
     if not clones:
-        print("skipped: run_task_dispatch is not cloned in this build")
+        print("skipped: attend_portable is not cloned in this build")
         return 77
     assert set(clones) == {"arch_x86_64_v3", "default"}, clones
     for tag, size in clones.items():
-        assert size >= 16384, f"clone .{tag} of run_task_dispatch is {size} bytes: the kernel is not inlined into it"
+        assert size >= 16384, f"clone .{tag} of attend_portable is {size} bytes: the kernel is not inlined into it"
     listing = subprocess.run(["objdump", "-d", "-C", "--no-show-raw-insn", library], capture_output=True, text=True,
                              check=True).stdout
     bodies, current = {}, None

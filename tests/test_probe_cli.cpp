@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,6 +26,9 @@ TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
   const std::size_t fp8 = all.find("; fp8_e4m3 K/V: portable");
   ASSERT_NE(fp8, std::string::npos) << all;
   const std::string cpu_kernel = all.substr(0, fp8);
+  // The AVX2 / AVX-512 kernels' dense tile pass, per vendor (test_support.hpp).
+  const std::string tile_reads = kvsight::test::expected_tile_reads_suffix();
+  EXPECT_EQ(all.substr(all.size() - std::min(all.size(), tile_reads.size())), tile_reads) << all;
   EXPECT_TRUE(cpu_kernel == "bf16: avx512-bf16; fp16: avx512-fp16" ||
               cpu_kernel == "bf16: avx2; fp16: avx512-fp16" || cpu_kernel == "bf16: avx2; fp16: avx2" ||
               cpu_kernel.rfind("bf16: portable", 0) == 0)

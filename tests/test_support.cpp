@@ -1,8 +1,7 @@
 #include "test_support.hpp"
 
-#include <gtest/gtest.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -103,6 +102,19 @@ std::string make_gguf(const std::string& name, const std::string& variant) {
     return "";
   }
   return out;
+}
+
+std::string expected_tile_reads_suffix() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool intel = false;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("vendor_id", 0) == 0) {
+      intel = line.find("GenuineIntel") != std::string::npos;
+      break;
+    }
+  }
+  return intel ? "; tile reads: prefetch" : "; tile reads: dense + prefetch";
 }
 
 }  // namespace kvsight::test

@@ -26,6 +26,11 @@ void write_file(const std::string& path, const std::string& text);
 // installs it), never skips it.
 std::string make_gguf(const std::string& name, const std::string& variant);
 
+// The suffix the cpu backend's kernel description ends with on this machine: the AVX2 /
+// AVX-512 kernels' dense tile pass is off on Intel CPUs and on elsewhere (dense_tile_reads_pay
+// in probes/src/cpu_backend.cpp), read here from /proc/cpuinfo's vendor_id.
+std::string expected_tile_reads_suffix();
+
 // Whether this test binary runs under a sanitizer: their runtimes reserve terabytes of shadow
 // address space and abort under an address-space limit (RLIMIT_AS), and their timings are not
 // the code's, so the tests that set one, or time a reader, skip there.

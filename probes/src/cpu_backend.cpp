@@ -59,7 +59,30 @@ struct CpuKernels {
   CpuKernel bf16 = CpuKernel::portable;
   CpuKernel fp16 = CpuKernel::portable;
   CpuKernel fp8_e4m3 = CpuKernel::portable;
+  bool dense_tile_reads = true;  // the AVX2 / AVX-512 kernels' touch_tile (dense_tile_reads_pay)
 };
+
+// Whether the AVX2 and AVX-512 kernels should read each tile densely before
+// computing on it, on top of the next-tile prefetch, on this CPU. Measured,
+// per vendor (docs/measurements.md):
+//  - Intel (Emerald Rapids, 2026-12-06, interleaved pairs at issue #24's
+//    headline shape): without the dense pass avx512-bf16 0.83 against 0.75 of
+//    the stream read, avx512-fp16 0.86 against 0.77, avx2 0.77 / 0.81 against
+//    0.74 / 0.71. A task's tile (up to 256 KiB) does not fit L1, so the dense
+//    pass only moves every line from L2 to L1 twice, and its loads compete with
+//    the kernel's own for the load ports.
+//  - AMD (Zen 5, 2026-12-01): dense plain loads 34-39 GB/s against 18-29 for
+//    software prefetches alone (before NextTilePrefetch spread them over the
+//    compute; the pair of them has not been measured on an AMD CPU), so AMD
+//    and any other vendor keep the dense pass until it is.
+bool dense_tile_reads_pay() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return !__builtin_cpu_is("intel");
+#else
+  return true;
+#endif
+}
 
 constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx512-fp16, avx2, portable";
 
@@ -69,7 +92,7 @@ constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx512-fp16, avx2,
 // fp16 (the other dtype as auto); avx2 forces the AVX2 kernel for both;
 // portable the portable one for both. avx512-fp16 is VCVTPH2PS at 16 lanes
 // (AVX-512 F), not the AVX512-FP16 arithmetic extension.
-CpuKernels choose_cpu_kernel(const std::string& requested) {
+CpuKernels choose_kernel_per_dtype(const std::string& requested) {
   const bool avx2 = cpu_has_avx2_f16c();
   const CpuKernel best_avx2 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
   const CpuKernel best_bf16 = cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_avx2;
@@ -107,6 +130,12 @@ CpuKernels choose_cpu_kernel(const std::string& requested) {
   throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: " + kCpuKernelChoices);
 }
 
+CpuKernels choose_cpu_kernel(const std::string& requested) {
+  CpuKernels kernels = choose_kernel_per_dtype(requested);
+  kernels.dense_tile_reads = dense_tile_reads_pay();
+  return kernels;
+}
+
 std::string cpu_kernel_name(CpuKernel kernel) {
   switch (kernel) {
     case CpuKernel::avx2:
@@ -122,7 +151,8 @@ std::string cpu_kernel_name(CpuKernel kernel) {
 // What probe info and every probe result show: the kernel of each dtype.
 std::string cpu_kernel_name(const CpuKernels& kernels) {
   return "bf16: " + cpu_kernel_name(kernels.bf16) + "; fp16: " + cpu_kernel_name(kernels.fp16) +
-         "; fp8_e4m3 K/V: " + cpu_kernel_name(kernels.fp8_e4m3);
+         "; fp8_e4m3 K/V: " + cpu_kernel_name(kernels.fp8_e4m3) +
+         (kernels.dense_tile_reads ? "; tile reads: dense + prefetch" : "; tile reads: prefetch");
 }
 
 class CpuBackend final : public Backend {
@@ -144,43 +174,42 @@ class CpuBackend final : public Backend {
   double time_attention(bool split, const PagedDecodeParams& p) override {
     const auto start = std::chrono::steady_clock::now();
     const int splits = split ? p.num_splits : 1;
-    // A task is (sequence, group of adjacent KV heads, split). The AVX-512
-    // kernel takes several heads per task: the heads of a token are adjacent
-    // in the paged layout, so a task reads each block as one contiguous run,
-    // as a GPU does when all heads' programs run at once (one head alone
-    // reads 256 B at a 2 KiB stride). The AVX2 kernel does the same; the
-    // portable kernel takes one.
+    // A task is (sequence, group of adjacent KV heads, split). Every kernel
+    // takes several heads per task: the heads of a token are adjacent in the
+    // paged layout, so a task reads each block as one contiguous run, as a GPU
+    // does when all heads' programs run at once (one head alone reads 256 B at
+    // a 2 KiB stride).
     const CpuKernel kernel = kernel_for(p);
-    const bool wide = kernel != CpuKernel::portable;
-    const int heads = wide ? heads_per_task_for(p.num_kv_heads, p.head_dim,
-                                                static_cast<long long>(p.num_seqs) * splits, threads_)
-                           : 1;
+    const int heads =
+        heads_per_task_for(p.num_kv_heads, p.head_dim, static_cast<long long>(p.num_seqs) * splits, threads_);
     const int head_groups = p.num_kv_heads / heads;
     const long long tasks = static_cast<long long>(p.num_seqs) * head_groups * splits;
+    // The order each kernel leaves its accumulators in (cpu_kernel.hpp).
+    const bool bf16_rows = p.dtype == kernels::ElementType::bf16 && p.kv_type != kernels::KvType::fp8_e4m3;
+    int interleave = 0;
+    if (kernel == CpuKernel::avx512_bf16) {
+      interleave = kAvx512Bf16Interleave;
+    } else if (kernel == CpuKernel::avx2 && bf16_rows) {
+      interleave = kAvx2Bf16Interleave;
+    } else if (kernel == CpuKernel::portable && bf16_rows) {
+      interleave = kPortableBf16Interleave;
+    }
+    const bool dense = kernel_.dense_tile_reads;
     pool_.run(tasks, [&](long long task) {
       thread_local std::vector<TaskState> states;
       if (states.size() < static_cast<std::size_t>(heads)) states.resize(static_cast<std::size_t>(heads));
       const int split_index = static_cast<int>(task % splits);
       const int first_head = static_cast<int>((task / splits) % head_groups) * heads;
       const int seq = static_cast<int>(task / splits / head_groups);
-      if (!wide) {
-        run_task_dispatch(p, split, seq, first_head, split_index, states[0]);
-        return;
-      }
       const TaskRange range = task_range(p, split, seq, split_index);
       if (kernel == CpuKernel::avx512_bf16) {
-        attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data());
+        attend_avx512_bf16(p, seq, first_head, heads, range.begin, range.end, states.data(), dense);
       } else if (kernel == CpuKernel::avx512_fp16) {
-        attend_avx512_fp16(p, seq, first_head, heads, range.begin, range.end, states.data());
+        attend_avx512_fp16(p, seq, first_head, heads, range.begin, range.end, states.data(), dense);
+      } else if (kernel == CpuKernel::avx2) {
+        attend_avx2(p, seq, first_head, heads, range.begin, range.end, states.data(), dense);
       } else {
-        attend_avx2(p, seq, first_head, heads, range.begin, range.end, states.data());
-      }
-      // The order the kernel leaves its accumulators in (cpu_kernel.hpp).
-      int interleave = 0;
-      if (kernel == CpuKernel::avx512_bf16) {
-        interleave = kAvx512Bf16Interleave;
-      } else if (p.dtype == kernels::ElementType::bf16) {
-        interleave = kAvx2Bf16Interleave;
+        attend_portable(p, seq, first_head, heads, range.begin, range.end, states.data());
       }
       for (int h = 0; h < heads; ++h) {
         write_task_output(p, split, seq, first_head + h, split_index, states[static_cast<std::size_t>(h)],
@@ -255,9 +284,8 @@ std::uint32_t default_threads(std::uint32_t requested) {
 }  // namespace
 
 // KV heads one task walks together: the largest divisor of the KV head count
-// that still gives every thread two tasks (else 1: one head per task, as the
-// portable kernel), with at most 2048 row elements per task (a 32-token tile
-// of K and V for all of them, 256 KiB of bf16, stays in a core's L2).
+// that still gives every thread two tasks (else 1: one head per task), with at most 2048 row elements per
+// task (a 32-token tile of K and V for all of them, 256 KiB of bf16, stays in a core's L2).
 int heads_per_task_for(int num_kv_heads, int head_dim, long long seqs_x_splits, std::uint32_t threads) {
   for (int heads = num_kv_heads; heads > 1; --heads) {
     if (num_kv_heads % heads != 0 || static_cast<long long>(heads) * head_dim > 2048) continue;

@@ -9,10 +9,6 @@
 #include <string>
 #include <type_traits>
 
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
-
 #include "../../kernels/paged_decode_params.hpp"
 #include "kvsight/error.hpp"
 
@@ -23,7 +19,7 @@ constexpr std::size_t kAlignment = 64;
 
 // A hot entry point cloned for x86-64-v3 (AVX2 + FMA) and a baseline x86-64 (GCC
 // function multi-versioning picks one at load time): the portable kernel's
-// run_task_dispatch and the backend's stream read.
+// attend_portable and the backend's stream read.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define KVS_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -56,24 +52,28 @@ inline void row_offsets(const kernels::PagedDecodeParams& p, const std::int32_t*
   }
 }
 
-#if defined(__x86_64__)
-// The next tile's rows, fetched towards L2 (prefetcht2) a few 64-byte lines at
-// a time from inside this tile's compute loops, so that its DRAM misses are in
-// flight while the FMAs run; the next touch_tile then finds them in L2. Both
-// x86 kernels use it (PREFETCHT2 is SSE, baseline x86-64). Spread evenly:
-// whole slices at once (per head, or a tile in bulk) kept too many misses
-// queued behind each other and halved the speed (docs/measurements.md).
+// The next tile's rows, fetched towards L2 (PREFETCHT2 on x86-64, what
+// __builtin_prefetch with locality 1 emits; PRFM PLDL2KEEP on AArch64) a few
+// 64-byte lines at a time from inside this tile's compute loops, so that its
+// DRAM misses are in flight while the FMAs run; the next tile's first touch
+// then finds them in L2. Every cpu kernel uses it. Spread evenly: whole slices
+// at once (per head, or a tile in bulk) kept too many misses queued behind
+// each other and halved the speed (docs/measurements.md; the portable kernel's
+// bulk prefetch two tiles ahead ran at 0.36 of the stream read, issue #24).
 class NextTilePrefetch {
  public:
-  // k, v: the caches at the task's first head; row_elements: 16-bit values of
-  // one row of the task's heads; end: the task's last token + 1.
+  // k, v: the caches at the task's first head; row_bytes: bytes of one row of
+  // the task's heads (a multiple of 64); element_bytes: bytes of one K/V
+  // element (row offsets count elements); end: the task's last token + 1.
   NextTilePrefetch(const kernels::PagedDecodeParams& p, const std::int32_t* block_table, const void* k,
-                   const void* v, int row_elements, int end)
+                   const void* v, int row_bytes, int element_bytes, int end)
       : p_(p),
         table_(block_table),
         k_(static_cast<const char*>(k)),
         v_(static_cast<const char*>(v)),
-        lines_per_row_(row_elements * 2 / 64),
+        row_bytes_(row_bytes),
+        lines_per_row_(row_bytes / 64),
+        element_bytes_(element_bytes),
         end_(end) {}
 
   // Queues the rows of the tile after the one at tile_start, to go out over
@@ -82,20 +82,25 @@ class NextTilePrefetch {
     const int next_start = tile_start + kernels::kTileTokens;
     rows_ = next_start < end_ ? std::min(kernels::kTileTokens, end_ - next_start) : 0;
     if (rows_ > 0) row_offsets(p_, table_, next_start, rows_, 0, offsets_);
-    row_ = line_ = 0;
+    for (int r = 0; r < rows_; ++r) offsets_[r] *= element_bytes_;
+    row_ = 0;
+    byte_ = row_end_ = 0;  // the first issue() starts row 0
     const int points = issue_points > 0 ? issue_points : 1;
     per_call_ = (rows_ * lines_per_row_ + points - 1) / points;
   }
 
+  // A few lines (per_call_) of K and V; the cursor walks a row's lines by
+  // adding 64 to one byte offset that both caches share.
   __attribute__((always_inline)) void issue() {
-    for (int n = per_call_; n > 0 && row_ < rows_; --n) {
-      const long long byte = offsets_[row_] * 2 + 64LL * line_;
-      _mm_prefetch(k_ + byte, _MM_HINT_T2);
-      _mm_prefetch(v_ + byte, _MM_HINT_T2);
-      if (++line_ == lines_per_row_) {
-        line_ = 0;
-        ++row_;
+    for (int n = per_call_; n > 0; --n) {
+      if (byte_ == row_end_) {
+        if (row_ == rows_) return;
+        byte_ = offsets_[row_++];
+        row_end_ = byte_ + row_bytes_;
       }
+      __builtin_prefetch(k_ + byte_, 0, 1);
+      __builtin_prefetch(v_ + byte_, 0, 1);
+      byte_ += 64;
     }
   }
   // Issues what the tile's compute left (when its issue points were fewer than counted).
@@ -109,13 +114,15 @@ class NextTilePrefetch {
   const std::int32_t* table_;
   const char* k_;
   const char* v_;
+  long long row_bytes_;
   int lines_per_row_;
+  int element_bytes_;
   int end_;
-  long long offsets_[kernels::kTileTokens];  // element offsets of the queued rows
+  long long offsets_[kernels::kTileTokens];  // byte offsets of the queued rows (element offsets until scaled)
   int rows_ = 0, per_call_ = 0;
-  int row_ = 0, line_ = 0;  // cursor: the next line to issue, in K and in V
+  int row_ = 0;                       // the next row to start
+  long long byte_ = 0, row_end_ = 0;  // cursor: the next line's byte offset, and the end of its row
 };
-#endif
 
 // The head dimensions the x86 kernels are instantiated for: calls
 // f(std::integral_constant<int, HEAD_DIM>{}), or refuses --head-dim. Always
@@ -160,10 +167,11 @@ TaskRange task_range(const kernels::PagedDecodeParams& p, bool split, int seq, i
 void write_task_output(const kernels::PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
                        const TaskState& state, int interleave);
 
-// The portable kernel (cpu_kernel_portable.cpp): one task (sequence, KV head,
-// split), its output written; any q dtype and K/V storage, cloned for x86-64-v3.
-void run_task_dispatch(const kernels::PagedDecodeParams& p, bool split, int seq, int kv_head, int split_index,
-                       TaskState& state);
+// The portable kernel (cpu_kernel_portable.cpp), for any q dtype and K/V storage,
+// cloned for x86-64-v3: the same walk as attend_avx512_bf16 below, accumulators
+// in kPortableBf16Interleave order for 16-bit bf16 K/V, natural otherwise.
+void attend_portable(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
+                     int begin, int end, TaskState* states);
 
 // The split-KV reduce of one query head's partials into its output.
 void reduce_head(const kernels::PagedDecodeParams& p, long long head);
@@ -171,7 +179,7 @@ void reduce_head(const kernels::PagedDecodeParams& p, long long head);
 // Name of the portable kernel's clone this CPU gets ("portable (x86-64-v3 clone)").
 std::string portable_kernel_name();
 
-// KV heads one task of the AVX-512 kernel walks together (cpu_backend.cpp).
+// KV heads one task of any cpu kernel walks together (cpu_backend.cpp).
 int heads_per_task_for(int num_kv_heads, int head_dim, long long seqs_x_splits, std::uint32_t threads);
 
 // True when this CPU and OS run AVX-512 F/BW/DQ/VL (Intel Skylake-SP and
@@ -182,17 +190,22 @@ bool cpu_has_avx512();
 // Rapids and later, AMD Zen 4 and later).
 bool cpu_has_avx512_bf16();
 
+// Whether the AVX2 and AVX-512 kernels first read each tile's rows with
+// dense plain loads (touch_tile) before computing on them, besides
+// prefetching the next tile (NextTilePrefetch). Decided per CPU vendor by
+// measurement (cpu_backend.cpp, dense_tile_reads_pay).
+
 // The AVX-512 BF16 kernel for bf16 q/K/V: attends tokens [begin, end) of
 // KV heads [first_kv_head, first_kv_head + kv_head_count) of one sequence,
 // tile by tile with the heads in lockstep, and leaves states[h].acc in
 // kAvx512Bf16Interleave order. Only call it when cpu_has_avx512_bf16().
 void attend_avx512_bf16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
-                        int begin, int end, TaskState* states);
+                        int begin, int end, TaskState* states, bool dense_tile_reads);
 
 // The AVX-512 kernel for fp16 q/K/V (cpu_kernel_avx512.cpp): the same walk,
 // accumulators in natural order. Only call it when cpu_has_avx512().
 void attend_avx512_fp16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
-                        int begin, int end, TaskState* states);
+                        int begin, int end, TaskState* states, bool dense_tile_reads);
 
 // True when this CPU and OS run AVX2 with FMA and F16C (x86-64-v3: AMD
 // Zen 1 and later, Intel Haswell and later).
@@ -202,6 +215,6 @@ bool cpu_has_avx2_f16c();
 // the same walk as attend_avx512_bf16, accumulators in natural order. Only
 // call it when cpu_has_avx2_f16c().
 void attend_avx2(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
-                 int begin, int end, TaskState* states);
+                 int begin, int end, TaskState* states, bool dense_tile_reads);
 
 }  // namespace kvsight::probes::detail

@@ -24,10 +24,11 @@
 //    permutes (instead of a horizontal sum each).
 //  - P x V keeps 4 query heads x 16 dimensions of accumulators in registers
 //    across the tile's tokens, each V vector feeding 4 FMAs.
-//  - one task runs several adjacent KV heads of a sequence, and first loads
-//    each 64-byte line of the tile's rows for all of them (four streams: K and
-//    V of both halves of the tile), as the AVX-512 kernel does: with 16-token
-//    blocks and 8 KV heads a block is one contiguous 32 KiB run.
+//  - one task runs several adjacent KV heads of a sequence (with 16-token
+//    blocks and 8 KV heads a block is one contiguous 32 KiB run) and, on CPUs
+//    where it pays (dense_tile_reads_pay, cpu_backend.cpp), first loads each
+//    64-byte line of the tile's rows for all of them (four streams: K and V
+//    of both halves of the tile), as the AVX-512 kernel does.
 //  - while a tile is computed, the next tile's lines are prefetched towards
 //    L2 a few at a time from inside the score and P x V loops
 //    (NextTilePrefetch), so the DRAM misses of tile i+1 overlap the FMAs of
@@ -320,7 +321,7 @@ KVS_AVX2_INLINE void attend_tile(const float* q, int group, const std::uint16_t*
 
 template <int HEAD_DIM, bool BF16>
 KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                     int end, TaskState* states) {
+                     int end, TaskState* states, bool dense_tile_reads) {
   const std::uint16_t* k_rows[kTile];
   const std::uint16_t* v_rows[kTile];
   long long offsets[kTile];
@@ -360,13 +361,13 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   // Issue points per tile: each head's score pairs and P x V dimension steps,
   // per block of up to 4 query heads (scores / weighted_values).
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * 2, 2, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);
     const int issue_points = kv_head_count * blocks * ((count + 1) / 2 + HEAD_DIM / 16);
     next.queue_after(tile_start, issue_points);
-    touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
+    if (dense_tile_reads) touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
     for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
     for (int h = 0; h < kv_head_count; ++h) {
       for (int t = 0; t < count; ++t) {
@@ -383,26 +384,27 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
 
 template <bool BF16>
 void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                  int end, TaskState* states) {
+                  int end, TaskState* states, bool dense_tile_reads) {
   dispatch_head_dim(p.head_dim, [&](auto head_dim) {
-    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                            dense_tile_reads);
   });
 }
 
 }  // namespace
 
 void attend_avx2(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                 int end, TaskState* states) {
+                 int end, TaskState* states, bool dense_tile_reads) {
   if (p.dtype == kernels::ElementType::bf16)
-    return attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states);
-  return attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    return attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
+  return attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
 }
 
 #else  // not x86-64 with GCC or clang: the portable kernel only
 
 bool cpu_has_avx2_f16c() { return false; }
 
-void attend_avx2(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
+void attend_avx2(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*, bool) {
   throw DeviceError("cpu: the AVX2 kernel is not compiled for this architecture");
 }
 

@@ -22,11 +22,11 @@
 //    across a tile's tokens, each V vector feeding 4 FMAs.
 //  - one task runs several adjacent KV heads of a sequence in lockstep, tile
 //    by tile (each head keeps its own softmax state, so the results are those
-//    of one task per head), and first reads the tile's rows for all of them
-//    with dense plain loads: with 16-token blocks and 8 KV heads a block is a
-//    contiguous 32 KiB run instead of 256 B at a 2 KiB stride, and dense loads
-//    keep many misses in flight (software prefetches did not help; numbers at
-//    touch_tile and in docs/measurements.md).
+//    of one task per head): with 16-token blocks and 8 KV heads a block is a
+//    contiguous 32 KiB run instead of 256 B at a 2 KiB stride. The next
+//    tile's lines are prefetched from inside the compute (NextTilePrefetch);
+//    on CPUs where it pays (dense_tile_reads_pay, cpu_backend.cpp) the tile's
+//    rows are first read with dense plain loads (touch_tile).
 // fp16 (issue #15 item 7): K and V are widened 16 at a time with VCVTPH2PS
 // (AVX-512 F; exact, subnormals included) in natural order; q is widened and
 // scaled once per task. Scores take 4 tokens x up to 4 query heads per pass
@@ -139,6 +139,9 @@ KVS_AVX512_INLINE __m512 reduce16(const __m512 (&s)[16]) {
 // split-KV: software prefetches 1-4 tiles ahead (T0/T1/NTA, in bulk, per head
 // or spread over the P x V loop) 18-29 GB/s; K then V, one stream: 25.9-31;
 // K and V interleaved: 34-35; four streams: 34-39; eight: 33-34.
+// On Intel (Emerald Rapids), with NextTilePrefetch already in flight, the
+// pass costs 10-15 %: the tile does not fit L1, so it only moves each line
+// from L2 to L1 twice (dense_tile_reads_pay, cpu_backend.cpp).
 KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t* v_base,
                                   const long long* offsets, int count, int elements) {
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
@@ -340,7 +343,7 @@ KVS_AVX512_INLINE void attend_tile_fp16(const float* q, int group, const std::ui
 
 template <int HEAD_DIM, bool BF16>
 KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                       int end, TaskState* states) {
+                       int end, TaskState* states, bool dense_tile_reads) {
   const std::uint16_t* k_rows[kTile];
   const std::uint16_t* v_rows[kTile];
   long long offsets[kTile];
@@ -378,7 +381,7 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
   // query head (bf16) or per 4 tokens of a block of 4 heads (fp16), and per 64
   // dimensions of P x V per block of 4 heads.
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * 2, 2, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);
@@ -386,9 +389,9 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
     const int score_points = BF16 ? group * vectors : blocks * vectors * 4;
     const int issue_points = kv_head_count * (score_points + blocks * (HEAD_DIM / 64));
     next.queue_after(tile_start, issue_points);
-    // Read the tile's rows of every head of the task in address order
-    // before computing on them (see the file comment).
-    touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
+    // Where it pays, read the tile's rows of every head of the task in
+    // address order before computing on them (see the file comment).
+    if (dense_tile_reads) touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
     for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
     for (int h = 0; h < kv_head_count; ++h) {
       for (int t = 0; t < count; ++t) {
@@ -410,22 +413,23 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
 
 template <bool BF16>
 void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                  int end, TaskState* states) {
+                  int end, TaskState* states, bool dense_tile_reads) {
   dispatch_head_dim(p.head_dim, [&](auto head_dim) {
-    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                            dense_tile_reads);
   });
 }
 
 }  // namespace
 
 void attend_avx512_bf16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                        int end, TaskState* states) {
-  attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+                        int end, TaskState* states, bool dense_tile_reads) {
+  attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
 }
 
 void attend_avx512_fp16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                        int end, TaskState* states) {
-  attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+                        int end, TaskState* states, bool dense_tile_reads) {
+  attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
 }
 
 #else  // not x86-64 with GCC or clang: the portable kernel only
@@ -433,10 +437,10 @@ void attend_avx512_fp16(const PagedDecodeParams& p, int seq, int first_kv_head, 
 bool cpu_has_avx512() { return false; }
 bool cpu_has_avx512_bf16() { return false; }
 
-void attend_avx512_bf16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
+void attend_avx512_bf16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*, bool) {
   throw DeviceError("cpu: the AVX-512 BF16 kernel is not compiled for this architecture");
 }
-void attend_avx512_fp16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*) {
+void attend_avx512_fp16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*, bool) {
   throw DeviceError("cpu: the AVX-512 kernel is not compiled for this architecture");
 }
 

@@ -1,12 +1,14 @@
 // The portable paged-decode kernel of the cpu backend (cpu_backend.cpp runs it): the
-// same two algorithms as kernels/paged_decode.cuh (one task per (sequence, KV head)
-// walking its context with an online softmax over tiles of kTileTokens; split-KV
-// tasks per (sequence, KV head, split) plus a reduce) over 16-bit or fp8 data. It
-// uses explicit 8-lane vectors (bf16 -> fp32 is a shift or a mask; fixed HEAD_DIM;
-// scores for 2 heads x 4 tokens per pass with one shuffle reduction; a vector exp
-// per tile) and the hot entry point is cloned for x86-64-v3 (AVX2 + FMA) with a
-// baseline fallback. It runs fp8 K/V on every CPU and everything where the CPU
-// lacks AVX2 (cpu_kernel_avx2.cpp) and AVX-512 (cpu_kernel_avx512.cpp).
+// same two algorithms as kernels/paged_decode.cuh (each (sequence, KV head) walks its
+// context with an online softmax over tiles of kTileTokens; split-KV tasks per
+// (sequence, KV head, split) plus a reduce) over 16-bit or fp8 data, several adjacent
+// KV heads of a sequence per task in lockstep, as the AVX2 and AVX-512 kernels. It
+// uses explicit 8-lane vectors (cpu_vec8.hpp: bf16 -> fp32 is a shift or a mask, fp16
+// an exact integer decode; fixed HEAD_DIM; scores for 2 heads x 4 tokens per pass with
+// one shuffle reduction; a vector exp per tile), prefetches the next tile from inside
+// the compute (NextTilePrefetch), and the hot entry point is cloned for x86-64-v3
+// (AVX2 + FMA) with a baseline fallback. It runs fp8 K/V on every CPU and everything
+// where the CPU lacks AVX2 (cpu_kernel_avx2.cpp) and AVX-512 (cpu_kernel_avx512.cpp).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,10 +18,14 @@
 
 #include "../../kernels/fp8_e4m3.hpp"
 #include "cpu_kernel.hpp"
+#include "cpu_vec8.hpp"
 #include "half.hpp"
 
 // -std=c++20 turns off FMA contraction; the kernels want a * b + c fused.
 #pragma GCC optimize("fp-contract=fast")
+// Vec8 values never cross a non-inlined call, so the AVX-vs-SSE argument ABI
+// note does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace kvsight::probes::detail {
 namespace {
@@ -28,64 +34,17 @@ using kernels::kMaxGqa;
 using kernels::kTileTokens;
 using kernels::PagedDecodeParams;
 
-#ifndef KVS_PREFETCH_TILES
-#define KVS_PREFETCH_TILES 2
-#endif
-
-// fp16 -> fp32 through a 64K-entry table built from the exact conversion.
-const float* fp16_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> values(65536);
-    for (std::uint32_t bits = 0; bits < 65536; ++bits)
-      values[bits] = fp16_to_float(static_cast<std::uint16_t>(bits));
-    return values;
-  }();
-  return table.data();
-}
-
-// fp8 E4M3 -> fp32 through a 256-entry table of the kernels' own decode
-// (kernels/fp8_e4m3.hpp), so the cpu backend reads a byte as the GPUs do.
-const float* fp8_e4m3_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> values(256);
-    for (std::uint32_t byte = 0; byte < 256; ++byte) values[byte] = kernels::fp8_e4m3_to_float(byte);
-    return values;
-  }();
-  return table.data();
-}
-
+// Row widening to fp32. bf16: a 16-bit shift or a mask (exact), 16 values per
+// step as 8 32-bit words: the low halves (even elements) shifted up and the
+// high halves (odd elements) masked give fp32 in a permuted order:
+// out[16c + i] = x[16c + 2i], out[16c + 8 + i] = x[16c + 2i + 1]. q, K and V
+// all use it, so dot products are unchanged and the P x V accumulators come
+// out in that order (write_task_output restores it). fp16: widen_fp16x8
+// (cpu_vec8.hpp), natural order.
 template <int HEAD_DIM, bool BF16>
-[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
-                                               const float* __restrict table);
-
-// Vec8 values never cross a non-inlined call, so the AVX-vs-SSE argument ABI
-// note does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
-// GCC vector extensions: 8 floats, one AVX register in the x86-64-v3 clone and
-// two SSE registers in the baseline one.
-typedef float Vec8 __attribute__((vector_size(32)));
-typedef std::uint32_t Vec8u32 __attribute__((vector_size(32)));
-
-[[gnu::always_inline]] inline Vec8 load8(const float* p) {
-  Vec8 v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-[[gnu::always_inline]] inline void store8(float* p, Vec8 v) { std::memcpy(p, &v, sizeof(v)); }
-[[gnu::always_inline]] inline float horizontal_sum(Vec8 v) {
-  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-}
-
-// bf16 -> fp32 is a 16-bit shift (exact); fp16 goes through the exact table.
-template <int HEAD_DIM, bool BF16>
-[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
-                                               const float* __restrict table) {
+[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source,
+                                               float* __restrict out) {
   if constexpr (BF16) {
-    // 16 values per step as 8 32-bit words: the low halves (even elements)
-    // shifted up and the high halves (odd elements) masked give fp32 in a
-    // permuted order: out[16c + i] = x[16c + 2i], out[16c + 8 + i] = x[16c + 2i + 1].
-    // q, K and V all use it, so dot products are unchanged and the P x V
-    // accumulators come out in that order (unpermute_bf16 restores it).
     for (int d = 0; d < HEAD_DIM; d += 16) {
       Vec8u32 words;
       std::memcpy(&words, source + d, sizeof(words));
@@ -95,26 +54,51 @@ template <int HEAD_DIM, bool BF16>
       std::memcpy(out + d + 8, &odd, sizeof(odd));
     }
   } else {
-    for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
+    for (int d = 0; d < HEAD_DIM; d += 8) store8(out + d, widen_fp16x8(source + d));
   }
 }
 
-// fp8 K/V rows: the byte table (fp8_e4m3_table), natural order. BF16 names the
-// q dtype and does not matter here.
+// fp8 E4M3 -> fp32 through a 256-entry table of the kernels' own decode
+// (kernels/fp8_e4m3.hpp), so the cpu backend reads a byte as the GPUs do. A
+// table-free vector decode (as for fp16) was tried and measured no faster
+// (docs/measurements.md, 2026-12-06): the table is 1 KiB and stays in L1.
+const float* fp8_e4m3_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> values(256);
+    for (std::uint32_t byte = 0; byte < 256; ++byte) values[byte] = kernels::fp8_e4m3_to_float(byte);
+    return values;
+  }();
+  return table.data();
+}
+
+// fp8 K/V rows: the byte table, natural order (fp8_table is fp8_e4m3_table()).
+// BF16 names the q dtype and does not matter here.
 template <int HEAD_DIM, bool BF16>
 [[gnu::always_inline]] inline void convert_row(const std::uint8_t* __restrict source, float* __restrict out,
-                                               const float* __restrict table) {
-  for (int d = 0; d < HEAD_DIM; ++d) out[d] = table[source[d]];
+                                               const float* __restrict fp8_table) {
+  for (int d = 0; d < HEAD_DIM; ++d) out[d] = fp8_table[source[d]];
+}
+// 16-bit K/V rows (above); fp8_table is unused.
+template <int HEAD_DIM, bool BF16>
+[[gnu::always_inline]] inline void convert_row(const std::uint16_t* __restrict source, float* __restrict out,
+                                               const float*) {
+  convert_row<HEAD_DIM, BF16>(source, out);
 }
 
 // q beside fp8 K/V: natural order (the fp8 rows are), bf16 by its exact shift.
 template <int HEAD_DIM, bool BF16>
-[[gnu::always_inline]] inline void convert_row_natural(const std::uint16_t* __restrict source,
-                                                       float* __restrict out, const float* __restrict table) {
-  for (int d = 0; d < HEAD_DIM; ++d) out[d] = BF16 ? bf16_to_float(source[d]) : table[source[d]];
+[[gnu::always_inline]] inline void convert_q_beside_fp8(const std::uint16_t* __restrict source,
+                                                        float* __restrict out) {
+  if constexpr (BF16) {
+    for (int d = 0; d < HEAD_DIM; ++d) out[d] = bf16_to_float(source[d]);
+  } else {
+    convert_row<HEAD_DIM, false>(source, out);
+  }
 }
 
-typedef std::int32_t Vec8i __attribute__((vector_size(32)));
+[[gnu::always_inline]] inline float horizontal_sum(Vec8 v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
 
 // exp for the softmax weights, 8 lanes at once (Cephes expf: range reduction by
 // ln 2 in two parts, degree-6 polynomial, 2^n through the exponent bits);
@@ -155,172 +139,189 @@ typedef std::int32_t Vec8i __attribute__((vector_size(32)));
   return __builtin_shuffle(a, b, first) + __builtin_shuffle(a, b, second);
 }
 
-// FP8: K/V are fp8 E4M3 bytes (p.kv_type), q stays in the BF16-selected dtype.
+// One tile of one KV head: K widened into `tile`, the scores of the group's
+// heads, the online softmax, V widened into `tile`, P x V into state.acc.
+// q: padded_group rows of HEAD_DIM floats (padded rows zero, so their scores
+// and weights are zero); rows: the tile's row offsets at this head.
+template <int HEAD_DIM, bool BF16, typename KvElement>
+[[gnu::always_inline]] inline void attend_tile(const float (*__restrict q)[HEAD_DIM], int group,
+                                               int padded_group, const KvElement* k_cache,
+                                               const KvElement* v_cache, const long long* rows, int count,
+                                               const float* fp8_table, float (*__restrict tile)[HEAD_DIM],
+                                               float (*__restrict scores)[kTileTokens], float* rescales,
+                                               TaskState& state, NextTilePrefetch& next) {
+  const int count4 = (count + 3) / 4 * 4;
+  // K tile converted once; rows past count (last tile only) are zero.
+  for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(k_cache + rows[t], tile[t], fp8_table);
+  for (int t = count; t < count4; ++t) std::fill(tile[t], tile[t] + HEAD_DIM, 0.0f);
+  // Scores for two heads x four tokens at a time: 8 accumulators, each K
+  // value loaded feeds two FMAs, one shuffle reduction per 8 dot products.
+  for (int g = 0; g < padded_group; g += 2) {
+    const float* __restrict qa = q[g];
+    const float* __restrict qb = q[g + 1];
+    for (int t = 0; t < count4; t += 4) {
+      next.issue();
+      Vec8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
+      for (int d = 0; d < HEAD_DIM; d += 8) {
+        const Vec8 va = load8(qa + d), vb = load8(qb + d);
+        const Vec8 k0 = load8(tile[t] + d), k1 = load8(tile[t + 1] + d);
+        const Vec8 k2 = load8(tile[t + 2] + d), k3 = load8(tile[t + 3] + d);
+        a0 += va * k0;
+        a1 += va * k1;
+        a2 += va * k2;
+        a3 += va * k3;
+        b0 += vb * k0;
+        b1 += vb * k1;
+        b2 += vb * k2;
+        b3 += vb * k3;
+      }
+      const Vec8 sums = reduce4x2(a0, a1, a2, a3, b0, b1, b2, b3);
+      std::memcpy(&scores[g][t], &sums, 4 * sizeof(float));
+      std::memcpy(&scores[g + 1][t], reinterpret_cast<const float*>(&sums) + 4, 4 * sizeof(float));
+    }
+  }
+  // One max / rescale per head per tile; weights with a vector exp.
+  for (int g = 0; g < group; ++g) {
+    float tile_max = -INFINITY;
+    for (int t = 0; t < count; ++t) tile_max = std::max(tile_max, scores[g][t]);
+    const float old_max = state.running_max[g];
+    const float new_max = std::max(old_max, tile_max);
+    float weight_sum = 0.0f;
+    if (count == kTileTokens) {
+      Vec8 total = {};
+      for (int t = 0; t < kTileTokens; t += 8) {
+        const Vec8 w = exp8(load8(&scores[g][t]) - new_max);
+        store8(&scores[g][t], w);
+        total += w;
+      }
+      weight_sum = horizontal_sum(total);
+    } else {
+      for (int t = 0; t < count; ++t) {
+        scores[g][t] = std::exp(scores[g][t] - new_max);
+        weight_sum += scores[g][t];
+      }
+      for (int t = count; t < kTileTokens; ++t) scores[g][t] = 0.0f;
+    }
+    const float rescale = old_max == -INFINITY ? 0.0f : std::exp(old_max - new_max);
+    rescales[g] = rescale;
+    state.running_sum[g] = state.running_sum[g] * rescale + weight_sum;
+    state.running_max[g] = new_max;
+  }
+  for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(v_cache + rows[t], tile[t], fp8_table);
+  // P x V for two heads x 32 dims at a time: 8 accumulators in registers
+  // across the tile's tokens, each V value loaded feeds two FMAs.
+  for (int g = 0; g < padded_group; g += 2) {
+    const float ra = rescales[g], rb = rescales[g + 1];
+    for (int d0 = 0; d0 < HEAD_DIM; d0 += 32) {
+      next.issue();
+      float* __restrict acc_a = state.acc + g * HEAD_DIM + d0;
+      float* __restrict acc_b = state.acc + (g + 1) * HEAD_DIM + d0;
+      Vec8 a0 = load8(acc_a) * ra, a1 = load8(acc_a + 8) * ra;
+      Vec8 a2 = load8(acc_a + 16) * ra, a3 = load8(acc_a + 24) * ra;
+      Vec8 b0 = load8(acc_b) * rb, b1 = load8(acc_b + 8) * rb;
+      Vec8 b2 = load8(acc_b + 16) * rb, b3 = load8(acc_b + 24) * rb;
+      for (int t = 0; t < count; ++t) {
+        const float wa = scores[g][t], wb = scores[g + 1][t];
+        const float* __restrict v = tile[t] + d0;
+        const Vec8 v0 = load8(v), v1 = load8(v + 8), v2 = load8(v + 16), v3 = load8(v + 24);
+        a0 += wa * v0;
+        a1 += wa * v1;
+        a2 += wa * v2;
+        a3 += wa * v3;
+        b0 += wb * v0;
+        b1 += wb * v1;
+        b2 += wb * v2;
+        b3 += wb * v3;
+      }
+      store8(acc_a, a0);
+      store8(acc_a + 8, a1);
+      store8(acc_a + 16, a2);
+      store8(acc_a + 24, a3);
+      store8(acc_b, b0);
+      store8(acc_b + 8, b1);
+      store8(acc_b + 16, b2);
+      store8(acc_b + 24, b3);
+    }
+  }
+}
+
+// Tokens [begin, end) of KV heads [first_kv_head, first_kv_head + kv_head_count)
+// of one sequence, tile by tile with the heads in lockstep (each its own
+// softmax state, so the results are those of one task per head): the heads
+// of a token are adjacent in the paged layout, so a tile is read as
+// contiguous runs (one head alone reads 256 B at a 2 KiB stride; at the
+// headline shape that alone held the kernel to 0.44 of the stream read
+// against 0.67 with contiguous rows, docs/measurements.md). FP8: K/V are fp8
+// E4M3 bytes (p.kv_type), q stays in the BF16-selected dtype.
 template <int HEAD_DIM, bool BF16, bool FP8>
-[[gnu::always_inline]] inline void attend_range(const PagedDecodeParams& p, int seq, int kv_head, int begin,
-                                                int end, TaskState& state) {
+[[gnu::always_inline]] inline void attend_heads(const PagedDecodeParams& p, int seq, int first_kv_head,
+                                                int kv_head_count, int begin, int end, TaskState* states) {
   // q rows and scores are padded to an even head count (pairs of heads share
   // each K/V load); padded q rows are zero and padded weights are zero.
-  alignas(kAlignment) float q[kMaxGqa][HEAD_DIM];
+  using QRows = float[HEAD_DIM];
   alignas(kAlignment) float tile[kTileTokens][HEAD_DIM];
   alignas(kAlignment) float scores[kMaxGqa][kTileTokens];
   float rescales[kMaxGqa];
   using KvElement = std::conditional_t<FP8, std::uint8_t, std::uint16_t>;
-  const float* table = BF16 ? nullptr : fp16_table();
-  const float* kv_table = FP8 ? fp8_e4m3_table() : table;
+  const float* fp8_table = FP8 ? fp8_e4m3_table() : nullptr;
   const int group = p.q_per_kv;
   const int padded_group = (group + 1) / 2 * 2;
-  const auto* q_data =
-      static_cast<const std::uint16_t*>(p.q) +
-      (static_cast<long long>(seq) * p.num_kv_heads * group + static_cast<long long>(kv_head) * group) *
-          HEAD_DIM;
-  for (int g = group; g < padded_group; ++g) {
-    std::fill(q[g], q[g] + HEAD_DIM, 0.0f);
-    std::fill(scores[g], scores[g] + kTileTokens, 0.0f);
-    rescales[g] = 0.0f;
-  }
+  // q of every head of the task in fp32 (padded_group rows per KV head, 64-byte aligned).
+  thread_local std::vector<float> q_buffer;
+  const std::size_t q_floats = static_cast<std::size_t>(kv_head_count) * padded_group * HEAD_DIM;
+  if (q_buffer.size() < q_floats + kAlignment / sizeof(float))
+    q_buffer.resize(q_floats + kAlignment / sizeof(float));
+  float* q_base = q_buffer.data();
+  while (reinterpret_cast<std::uintptr_t>(q_base) % kAlignment != 0) ++q_base;
+  auto* q = reinterpret_cast<QRows*>(q_base);
+  const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
+                       (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
+  for (int g = group; g < padded_group; ++g) rescales[g] = 0.0f;
   // The softmax scale and K's dequantization scale (1 unless fp8) are folded into
   // q once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale).
   const float scale = p.scale * p.k_scale;
-  for (int g = 0; g < group; ++g) {
-    if constexpr (FP8) {
-      convert_row_natural<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
-    } else {
-      convert_row<HEAD_DIM, BF16>(q_data + g * HEAD_DIM, q[g], table);
+  for (int h = 0; h < kv_head_count; ++h) {
+    QRows* q_head = q + h * padded_group;
+    TaskState& state = states[h];
+    for (int g = 0; g < group; ++g) {
+      const std::uint16_t* source = q_data + (static_cast<long long>(h) * group + g) * HEAD_DIM;
+      if constexpr (FP8) {
+        convert_q_beside_fp8<HEAD_DIM, BF16>(source, q_head[g]);
+      } else {
+        convert_row<HEAD_DIM, BF16>(source, q_head[g]);
+      }
+      for (int d = 0; d < HEAD_DIM; ++d) q_head[g][d] *= scale;
+      state.running_max[g] = -INFINITY;
+      state.running_sum[g] = 0.0f;
     }
-    for (int d = 0; d < HEAD_DIM; ++d) q[g][d] *= scale;
-    state.running_max[g] = -INFINITY;
-    state.running_sum[g] = 0.0f;
+    for (int g = group; g < padded_group; ++g) std::fill(q_head[g], q_head[g] + HEAD_DIM, 0.0f);
+    std::fill(state.acc, state.acc + padded_group * HEAD_DIM, 0.0f);
   }
-  std::fill(state.acc, state.acc + padded_group * HEAD_DIM, 0.0f);
   const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
-  const auto* k_cache = static_cast<const KvElement*>(p.k_cache);
-  const auto* v_cache = static_cast<const KvElement*>(p.v_cache);
-  // Row offsets (elements from the cache base) of the current and the next
-  // tile. The next tile's K and V rows are prefetched while this one is
-  // computed: blocks sit at random places, so without it one thread waits on a
-  // demand miss at every block boundary (measured: 1.2 GB/s per thread with
-  // 16-token blocks against 2.4 GB/s with contiguous ones, before prefetching).
-  long long offsets[2][kTileTokens];
-  const long long head_element = static_cast<long long>(kv_head) * HEAD_DIM;
-  const auto fill_offsets = [&](long long* out, int tile_start, int count) {
-    row_offsets(p, block_table, tile_start, count, head_element, out);
-  };
-  constexpr int kLineElements = 64 / sizeof(KvElement);
-  constexpr int kPrefetchTiles = KVS_PREFETCH_TILES;
-  int current = 0;
-  if (begin < end) fill_offsets(offsets[current], begin, std::min(kTileTokens, end - begin));
-
+  const long long first_element = static_cast<long long>(first_kv_head) * HEAD_DIM;
+  const auto* k_cache = static_cast<const KvElement*>(p.k_cache) + first_element;
+  const auto* v_cache = static_cast<const KvElement*>(p.v_cache) + first_element;
+  // Row offsets (elements from the task's first head) of this tile. The next
+  // tile's K and V rows are prefetched while this one is computed, a few lines
+  // from each step of the score and P x V loops (NextTilePrefetch): blocks sit
+  // at random places, so without it a thread waits on a demand miss at every
+  // block boundary.
+  long long rows[kTileTokens];
+  constexpr int kElementBytes = static_cast<int>(sizeof(KvElement));
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * kElementBytes,
+                        kElementBytes, end);
+  // Issue points per tile: each head's score passes and P x V steps, per pair of heads.
+  const int issue_points = kv_head_count * padded_group / 2 * (kTileTokens / 4 + HEAD_DIM / 32);
   for (int tile_start = begin; tile_start < end; tile_start += kTileTokens) {
     const int count = std::min(kTileTokens, end - tile_start);
-    const int count4 = (count + 3) / 4 * 4;
-    const long long* rows = offsets[current];
-    const int next_start = tile_start + kTileTokens;
-    if (next_start < end)
-      fill_offsets(offsets[current ^ 1], next_start, std::min(kTileTokens, end - next_start));
-    const int ahead_start = tile_start + kPrefetchTiles * kTileTokens;
-    if (ahead_start < end) {
-      const int ahead_count = std::min(kTileTokens, end - ahead_start);
-      long long ahead[kTileTokens];
-      fill_offsets(ahead, ahead_start, ahead_count);
-      for (int t = 0; t < ahead_count; ++t) {
-        for (int e = 0; e < HEAD_DIM; e += kLineElements) {
-          __builtin_prefetch(k_cache + ahead[t] + e, 0, 2);
-          __builtin_prefetch(v_cache + ahead[t] + e, 0, 2);
-        }
-      }
+    row_offsets(p, block_table, tile_start, count, 0, rows);
+    next.queue_after(tile_start, issue_points);
+    for (int h = 0; h < kv_head_count; ++h) {
+      attend_tile<HEAD_DIM, BF16>(q + h * padded_group, group, padded_group, k_cache + h * HEAD_DIM,
+                                  v_cache + h * HEAD_DIM, rows, count, fp8_table, tile, scores, rescales,
+                                  states[h], next);
     }
-    // K tile converted once; rows past count (last tile only) are zero.
-    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(k_cache + rows[t], tile[t], kv_table);
-    for (int t = count; t < count4; ++t) std::fill(tile[t], tile[t] + HEAD_DIM, 0.0f);
-    // Scores for two heads x four tokens at a time: 8 accumulators, each K
-    // value loaded feeds two FMAs, one shuffle reduction per 8 dot products.
-    for (int g = 0; g < padded_group; g += 2) {
-      const float* __restrict qa = q[g];
-      const float* __restrict qb = q[g + 1];
-      for (int t = 0; t < count4; t += 4) {
-        Vec8 a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
-        for (int d = 0; d < HEAD_DIM; d += 8) {
-          const Vec8 va = load8(qa + d), vb = load8(qb + d);
-          const Vec8 k0 = load8(tile[t] + d), k1 = load8(tile[t + 1] + d);
-          const Vec8 k2 = load8(tile[t + 2] + d), k3 = load8(tile[t + 3] + d);
-          a0 += va * k0;
-          a1 += va * k1;
-          a2 += va * k2;
-          a3 += va * k3;
-          b0 += vb * k0;
-          b1 += vb * k1;
-          b2 += vb * k2;
-          b3 += vb * k3;
-        }
-        const Vec8 sums = reduce4x2(a0, a1, a2, a3, b0, b1, b2, b3);
-        std::memcpy(&scores[g][t], &sums, 4 * sizeof(float));
-        std::memcpy(&scores[g + 1][t], reinterpret_cast<const float*>(&sums) + 4, 4 * sizeof(float));
-      }
-    }
-    // One max / rescale per head per tile; weights with a vector exp.
-    for (int g = 0; g < group; ++g) {
-      float tile_max = -INFINITY;
-      for (int t = 0; t < count; ++t) tile_max = std::max(tile_max, scores[g][t]);
-      const float old_max = state.running_max[g];
-      const float new_max = std::max(old_max, tile_max);
-      float weight_sum = 0.0f;
-      if (count == kTileTokens) {
-        Vec8 total = {};
-        for (int t = 0; t < kTileTokens; t += 8) {
-          const Vec8 w = exp8(load8(&scores[g][t]) - new_max);
-          store8(&scores[g][t], w);
-          total += w;
-        }
-        weight_sum = horizontal_sum(total);
-      } else {
-        for (int t = 0; t < count; ++t) {
-          scores[g][t] = std::exp(scores[g][t] - new_max);
-          weight_sum += scores[g][t];
-        }
-        for (int t = count; t < kTileTokens; ++t) scores[g][t] = 0.0f;
-      }
-      const float rescale = old_max == -INFINITY ? 0.0f : std::exp(old_max - new_max);
-      rescales[g] = rescale;
-      state.running_sum[g] = state.running_sum[g] * rescale + weight_sum;
-      state.running_max[g] = new_max;
-    }
-    for (int t = 0; t < count; ++t) convert_row<HEAD_DIM, BF16>(v_cache + rows[t], tile[t], kv_table);
-    // P x V for two heads x 32 dims at a time: 8 accumulators in registers
-    // across the tile's tokens, each V value loaded feeds two FMAs.
-    for (int g = 0; g < padded_group; g += 2) {
-      const float ra = rescales[g], rb = rescales[g + 1];
-      for (int d0 = 0; d0 < HEAD_DIM; d0 += 32) {
-        float* __restrict acc_a = state.acc + g * HEAD_DIM + d0;
-        float* __restrict acc_b = state.acc + (g + 1) * HEAD_DIM + d0;
-        Vec8 a0 = load8(acc_a) * ra, a1 = load8(acc_a + 8) * ra;
-        Vec8 a2 = load8(acc_a + 16) * ra, a3 = load8(acc_a + 24) * ra;
-        Vec8 b0 = load8(acc_b) * rb, b1 = load8(acc_b + 8) * rb;
-        Vec8 b2 = load8(acc_b + 16) * rb, b3 = load8(acc_b + 24) * rb;
-        for (int t = 0; t < count; ++t) {
-          const float wa = scores[g][t], wb = scores[g + 1][t];
-          const float* __restrict v = tile[t] + d0;
-          const Vec8 v0 = load8(v), v1 = load8(v + 8), v2 = load8(v + 16), v3 = load8(v + 24);
-          a0 += wa * v0;
-          a1 += wa * v1;
-          a2 += wa * v2;
-          a3 += wa * v3;
-          b0 += wb * v0;
-          b1 += wb * v1;
-          b2 += wb * v2;
-          b3 += wb * v3;
-        }
-        store8(acc_a, a0);
-        store8(acc_a + 8, a1);
-        store8(acc_a + 16, a2);
-        store8(acc_a + 24, a3);
-        store8(acc_b, b0);
-        store8(acc_b + 8, b1);
-        store8(acc_b + 16, b2);
-        store8(acc_b + 24, b3);
-      }
-    }
-    current ^= 1;
+    next.finish();
   }
 }
 
@@ -373,39 +374,33 @@ TaskRange task_range(const PagedDecodeParams& p, bool split, int seq, int split_
 
 namespace {
 
-template <int HEAD_DIM, bool BF16, bool FP8>
-[[gnu::always_inline]] inline void run_task(const PagedDecodeParams& p, bool split, int seq, int kv_head,
-                                            int split_index, TaskState& state) {
-  const TaskRange range = task_range(p, split, seq, split_index);
-  attend_range<HEAD_DIM, BF16, FP8>(p, seq, kv_head, range.begin, range.end, state);
-  // Only 16-bit bf16 rows are widened in even/odd order; fp8 rows and the q beside them are natural.
-  write_task_output(p, split, seq, kv_head, split_index, state, BF16 && !FP8 ? kPortableBf16Interleave : 0);
-}
-
 // The q dtype x K/V storage instances of one head dimension (inlined into the
 // cloned entry point below, so each clone gets them all).
 template <int HEAD_DIM>
-[[gnu::always_inline]] inline void run_task_types(const PagedDecodeParams& p, bool split, int seq,
-                                                  int kv_head, int split_index, TaskState& state) {
+[[gnu::always_inline]] inline void attend_types(const PagedDecodeParams& p, int seq, int first_kv_head,
+                                                int kv_head_count, int begin, int end, TaskState* states) {
   const bool bf16 = p.dtype == kernels::ElementType::bf16;
   if (p.kv_type == kernels::KvType::fp8_e4m3) {
-    return bf16 ? run_task<HEAD_DIM, true, true>(p, split, seq, kv_head, split_index, state)
-                : run_task<HEAD_DIM, false, true>(p, split, seq, kv_head, split_index, state);
+    return bf16 ? attend_heads<HEAD_DIM, true, true>(p, seq, first_kv_head, kv_head_count, begin, end, states)
+                : attend_heads<HEAD_DIM, false, true>(p, seq, first_kv_head, kv_head_count, begin, end,
+                                                      states);
   }
-  return bf16 ? run_task<HEAD_DIM, true, false>(p, split, seq, kv_head, split_index, state)
-              : run_task<HEAD_DIM, false, false>(p, split, seq, kv_head, split_index, state);
+  return bf16
+             ? attend_heads<HEAD_DIM, true, false>(p, seq, first_kv_head, kv_head_count, begin, end, states)
+             : attend_heads<HEAD_DIM, false, false>(p, seq, first_kv_head, kv_head_count, begin, end, states);
 }
 
 }  // namespace
 
 // The hot entry point, cloned for AVX2+FMA and a baseline x86-64 (KVS_CPU_CLONES,
 // cpu_kernel.hpp).
-KVS_CPU_CLONES void run_task_dispatch(const PagedDecodeParams& p, bool split, int seq, int kv_head,
-                                      int split_index, TaskState& state) {
-  // The lambda is inlined too, so the clone's target reaches run_task_types (dispatch_head_dim).
-  dispatch_head_dim(p.head_dim, [&](auto head_dim) __attribute__((always_inline)) {
-    run_task_types<decltype(head_dim)::value>(p, split, seq, kv_head, split_index, state);
-  });
+KVS_CPU_CLONES void attend_portable(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
+                                    int begin, int end, TaskState* states) {
+  // The lambda is inlined too, so the clone's target reaches attend_types (dispatch_head_dim).
+  dispatch_head_dim(
+      p.head_dim, [&](auto head_dim) __attribute__((always_inline)) {
+        attend_types<decltype(head_dim)::value>(p, seq, first_kv_head, kv_head_count, begin, end, states);
+      });
 }
 
 void reduce_head(const PagedDecodeParams& p, long long head) {
