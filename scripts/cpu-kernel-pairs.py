@@ -10,8 +10,13 @@ path is the median of its pairs' ratios, with their range, beside the medians of
 the stream's GB/s. Each result is checked against float64 by the probe (`correct`); a wrong one
 stops the script (exit 1).
 
-Usage: cpu-kernel-pairs.py KVSIGHT [ROUNDS=6] [--context N] [--markdown]
-Prints the CPU (model name and the AVX-512 flags it has) and one row per (dtype, kernel).
+With --against OTHER_KVSIGHT, every path also runs on a second binary (a build before a change, say)
+inside the same rounds, next to the first, so that a before / after comparison meets the same drift;
+the table then has a row per (path, binary). --fp8 adds fp8 E4M3 K/V with bf16 and with fp16 q (the
+portable kernel, which runs fp8 on every CPU).
+
+Usage: cpu-kernel-pairs.py KVSIGHT [ROUNDS=6] [--context N] [--against OTHER_KVSIGHT] [--fp8] [--markdown]
+Prints the CPU (model name and the AVX-512 flags it has) and one row per (dtype, kernel[, binary]).
 """
 import json
 import statistics
@@ -20,6 +25,7 @@ import sys
 
 PATHS = [("bf16", "avx512-bf16"), ("bf16", "avx2"), ("bf16", "portable"),
          ("fp16", "avx512-fp16"), ("fp16", "avx2"), ("fp16", "portable")]
+FP8_PATHS = [("bf16/fp8_e4m3", "portable"), ("fp16/fp8_e4m3", "portable")]
 
 
 def cpu_model():
@@ -47,9 +53,11 @@ def supported(kernel, flags):
 
 
 def run(binary, dtype, kernel, context):
+    # dtype: the q and K/V dtype, or "Q/fp8_e4m3" for fp8 K/V beside q in Q.
+    q_dtype, _, kv_dtype = dtype.partition("/")
     cmd = [binary, "probe", "attention", "--backend", "cpu", "--kernel", "splitkv", "--context", str(context),
-           "--batch", "4", "--kv-heads", "8", "--q-heads", "32", "--head-dim", "128", "--dtype", dtype,
-           "--block-size", "16", "--cpu-kernel", kernel, "--format", "json"]
+           "--batch", "4", "--kv-heads", "8", "--q-heads", "32", "--head-dim", "128", "--dtype", q_dtype,
+           "--kv-dtype", kv_dtype or "auto", "--block-size", "16", "--cpu-kernel", kernel, "--format", "json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
         raise SystemExit(f"cpu-kernel-pairs: {' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
@@ -64,30 +72,46 @@ def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
-    binary = argv[1]
-    rounds, context = 6, 32768
+    binaries = [argv[1]]
+    rounds, context, fp8 = 6, 32768, False
     rest = argv[2:]
     if rest and rest[0].isdigit():
         rounds = int(rest.pop(0))
-    if rest[:1] == ["--context"] and len(rest) >= 2:
-        context = int(rest[1])
+    while rest:
+        option = rest.pop(0)
+        if option in ("--context", "--against") and rest:
+            value = rest.pop(0)
+            if option == "--context":
+                context = int(value)
+            else:
+                binaries.append(value)
+        elif option == "--fp8":
+            fp8 = True
+        elif option != "--markdown":
+            print(f"cpu-kernel-pairs: unknown option '{option}'; allowed: ROUNDS, --context N, "
+                  "--against KVSIGHT, --fp8, --markdown", file=sys.stderr)
+            return 2
     model, flags = cpu_model()
-    paths = [p for p in PATHS if supported(p[1], flags)]
-    results = {p: [] for p in paths}
+    paths = [p for p in PATHS if supported(p[1], flags)] + (FP8_PATHS if fp8 else [])
+    runs = [(path, binary) for path in paths for binary in binaries]
+    results = {r: [] for r in runs}
     for r in range(rounds):
-        order = paths[r % len(paths):] + paths[:r % len(paths)]
-        for dtype, kernel in order:
-            results[(dtype, kernel)].append(run(binary, dtype, kernel, context))
-            print(f"round {r + 1}/{rounds}: {dtype} {kernel} {results[(dtype, kernel)][-1][2]:.3f}",
-                  file=sys.stderr)
+        shift = r * len(binaries) % len(runs)
+        for (dtype, kernel), binary in runs[shift:] + runs[:shift]:
+            results[((dtype, kernel), binary)].append(run(binary, dtype, kernel, context))
+            print(f"round {r + 1}/{rounds}: {dtype} {kernel} {binary} "
+                  f"{results[((dtype, kernel), binary)][-1][2]:.3f}", file=sys.stderr)
     avx512 = sorted(f for f in flags if f.startswith("avx512"))
     print(f"CPU: {model}; {' '.join(avx512) or 'no AVX-512'}; rounds {rounds}, context {context}")
     print()
-    print("| dtype | kernel | pairs | median ratio to stream | range | median kernel GB/s | median stream GB/s |")
-    print("|---|---|---:|---:|---|---:|---:|")
-    for (dtype, kernel), rows in results.items():
+    compare = len(binaries) > 1
+    print("| dtype | kernel |" + (" binary |" if compare else "") +
+          " pairs | median ratio to stream | range | median kernel GB/s | median stream GB/s |")
+    print("|---|---|" + ("---|" if compare else "") + "---:|---:|---|---:|---:|")
+    for ((dtype, kernel), binary), rows in results.items():
         ratios = [x[2] for x in rows]
-        print(f"| {dtype} | {kernel} | {len(rows)} | {statistics.median(ratios):.2f} | "
+        print(f"| {dtype} | {kernel} |" + (f" {binary} |" if compare else "") +
+              f" {len(rows)} | {statistics.median(ratios):.2f} | "
               f"{min(ratios):.2f}-{max(ratios):.2f} | {statistics.median(x[0] for x in rows):.1f} | "
               f"{statistics.median(x[1] for x in rows):.1f} |")
     return 0

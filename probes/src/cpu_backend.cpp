@@ -65,9 +65,9 @@ struct CpuKernels {
 // Whether the AVX2 and AVX-512 kernels should read each tile densely before
 // computing on it, on top of the next-tile prefetch, on this CPU. Measured,
 // per vendor (docs/measurements.md):
-//  - Intel (Emerald Rapids, 2026-12-06, interleaved pairs at issue #24's
-//    headline shape): without the dense pass avx512-bf16 0.83 against 0.75 of
-//    the stream read, avx512-fp16 0.86 against 0.77, avx2 0.77 / 0.81 against
+//  - Intel (Emerald Rapids, 2026-12-06, interleaved A/B at issue #24's
+//    headline shape): without the dense pass avx512-bf16 0.88 against 0.76 of
+//    the stream read, avx512-fp16 0.83 against 0.78, avx2 0.77 / 0.81 against
 //    0.74 / 0.71. A task's tile (up to 256 KiB) does not fit L1, so the dense
 //    pass only moves every line from L2 to L1 twice, and its loads compete with
 //    the kernel's own for the load ports.
