@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../../kernels/paged_decode_params.hpp"
 #include "kvsight/error.hpp"
@@ -25,6 +26,19 @@ constexpr std::size_t kAlignment = 64;
 #else
 #define KVS_CPU_CLONES
 #endif
+
+// This thread's scratch for a task's q in fp32: `floats` floats, aligned to
+// kAlignment (so every kernel's aligned vector loads of q hold), grown as
+// needed and reused by the thread's later tasks (a thread runs one task at a
+// time, whatever its kernel).
+inline float* task_q_scratch(std::size_t floats) {
+  thread_local std::vector<float> buffer;
+  constexpr std::size_t slack = kAlignment / sizeof(float);
+  if (buffer.size() < floats + slack) buffer.resize(floats + slack);
+  float* q = buffer.data();
+  while (reinterpret_cast<std::uintptr_t>(q) % kAlignment != 0) ++q;
+  return q;
+}
 
 // Output of one task (sequence, KV head, split): unnormalised accumulators
 // [q_per_kv][head_dim], running max and sum per query head.
@@ -62,17 +76,17 @@ inline void row_offsets(const kernels::PagedDecodeParams& p, const std::int32_t*
 // bulk prefetch two tiles ahead ran at 0.36 of the stream read, issue #24).
 class NextTilePrefetch {
  public:
-  // k, v: the caches at the task's first head; row_bytes: bytes of one row of
-  // the task's heads (a multiple of 64); element_bytes: bytes of one K/V
-  // element (row offsets count elements); end: the task's last token + 1.
+  // k, v: the caches at the task's first head; row_elements: K/V elements of
+  // one row of the task's heads (a multiple of 64 bytes); element_bytes: bytes
+  // of one element (row offsets count elements); end: the task's last token + 1.
   NextTilePrefetch(const kernels::PagedDecodeParams& p, const std::int32_t* block_table, const void* k,
-                   const void* v, int row_bytes, int element_bytes, int end)
+                   const void* v, int row_elements, int element_bytes, int end)
       : p_(p),
         table_(block_table),
         k_(static_cast<const char*>(k)),
         v_(static_cast<const char*>(v)),
-        row_bytes_(row_bytes),
-        lines_per_row_(row_bytes / 64),
+        row_bytes_(static_cast<long long>(row_elements) * element_bytes),
+        lines_per_row_(row_elements * element_bytes / 64),
         element_bytes_(element_bytes),
         end_(end) {}
 

@@ -41,7 +41,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "cpu_kernel.hpp"
 #include "kvsight/error.hpp"
@@ -327,12 +326,9 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   long long offsets[kTile];
   const int group = p.q_per_kv;
   // q of every head of the task in fp32, scale folded in once.
-  thread_local std::vector<float> q_buffer;
   const std::size_t q_floats =
       static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
-  if (q_buffer.size() < q_floats + 8) q_buffer.resize(q_floats + 8);
-  float* q = q_buffer.data();
-  while (reinterpret_cast<std::uintptr_t>(q) % 32 != 0) ++q;
+  float* q = task_q_scratch(q_floats);
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
   const __m256 scale = _mm256_set1_ps(p.scale);
@@ -361,7 +357,7 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   // Issue points per tile: each head's score pairs and P x V dimension steps,
   // per block of up to 4 query heads (scores / weighted_values).
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * 2, 2, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, 2, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);

@@ -42,7 +42,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "cpu_kernel.hpp"
 #include "kvsight/error.hpp"
@@ -351,14 +350,11 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
   // fp16: q of every head of the task in fp32, scale folded in once.
-  thread_local std::vector<float> q_buffer;
   float* q_float = nullptr;
   if constexpr (!BF16) {
     const std::size_t q_floats =
         static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
-    if (q_buffer.size() < q_floats + 16) q_buffer.resize(q_floats + 16);
-    q_float = q_buffer.data();
-    while (reinterpret_cast<std::uintptr_t>(q_float) % 64 != 0) ++q_float;
+    q_float = task_q_scratch(q_floats);
     const __m512 scale = _mm512_set1_ps(p.scale);
     for (std::size_t i = 0; i < q_floats; i += 16) {
       const __m512 wide = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_task + i)));
@@ -381,7 +377,7 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
   // query head (bf16) or per 4 tokens of a block of 4 heads (fp16), and per 64
   // dimensions of P x V per block of 4 heads.
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * 2, 2, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, 2, end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);

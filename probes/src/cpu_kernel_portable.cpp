@@ -85,14 +85,15 @@ template <int HEAD_DIM, bool BF16>
   convert_row<HEAD_DIM, BF16>(source, out);
 }
 
-// q beside fp8 K/V: natural order (the fp8 rows are), bf16 by its exact shift.
-template <int HEAD_DIM, bool BF16>
-[[gnu::always_inline]] inline void convert_q_beside_fp8(const std::uint16_t* __restrict source,
-                                                        float* __restrict out) {
-  if constexpr (BF16) {
+// A q row in the order of the K rows beside it: convert_row's, except bf16 q
+// beside fp8 rows (natural order), widened by its exact shift.
+template <int HEAD_DIM, bool BF16, bool FP8>
+[[gnu::always_inline]] inline void convert_q_row(const std::uint16_t* __restrict source,
+                                                 float* __restrict out) {
+  if constexpr (BF16 && FP8) {
     for (int d = 0; d < HEAD_DIM; ++d) out[d] = bf16_to_float(source[d]);
   } else {
-    convert_row<HEAD_DIM, false>(source, out);
+    convert_row<HEAD_DIM, BF16>(source, out);
   }
 }
 
@@ -266,14 +267,9 @@ template <int HEAD_DIM, bool BF16, bool FP8>
   const float* fp8_table = FP8 ? fp8_e4m3_table() : nullptr;
   const int group = p.q_per_kv;
   const int padded_group = (group + 1) / 2 * 2;
-  // q of every head of the task in fp32 (padded_group rows per KV head, 64-byte aligned).
-  thread_local std::vector<float> q_buffer;
-  const std::size_t q_floats = static_cast<std::size_t>(kv_head_count) * padded_group * HEAD_DIM;
-  if (q_buffer.size() < q_floats + kAlignment / sizeof(float))
-    q_buffer.resize(q_floats + kAlignment / sizeof(float));
-  float* q_base = q_buffer.data();
-  while (reinterpret_cast<std::uintptr_t>(q_base) % kAlignment != 0) ++q_base;
-  auto* q = reinterpret_cast<QRows*>(q_base);
+  // q of every head of the task in fp32 (padded_group rows per KV head).
+  auto* q = reinterpret_cast<QRows*>(
+      task_q_scratch(static_cast<std::size_t>(kv_head_count) * padded_group * HEAD_DIM));
   const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
   for (int g = group; g < padded_group; ++g) rescales[g] = 0.0f;
@@ -285,11 +281,7 @@ template <int HEAD_DIM, bool BF16, bool FP8>
     TaskState& state = states[h];
     for (int g = 0; g < group; ++g) {
       const std::uint16_t* source = q_data + (static_cast<long long>(h) * group + g) * HEAD_DIM;
-      if constexpr (FP8) {
-        convert_q_beside_fp8<HEAD_DIM, BF16>(source, q_head[g]);
-      } else {
-        convert_row<HEAD_DIM, BF16>(source, q_head[g]);
-      }
+      convert_q_row<HEAD_DIM, BF16, FP8>(source, q_head[g]);
       for (int d = 0; d < HEAD_DIM; ++d) q_head[g][d] *= scale;
       state.running_max[g] = -INFINITY;
       state.running_sum[g] = 0.0f;
@@ -308,8 +300,7 @@ template <int HEAD_DIM, bool BF16, bool FP8>
   // block boundary.
   long long rows[kTileTokens];
   constexpr int kElementBytes = static_cast<int>(sizeof(KvElement));
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM * kElementBytes,
-                        kElementBytes, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, kElementBytes, end);
   // Issue points per tile: each head's score passes and P x V steps, per pair of heads.
   const int issue_points = kv_head_count * padded_group / 2 * (kTileTokens / 4 + HEAD_DIM / 32);
   for (int tile_start = begin; tile_start < end; tile_start += kTileTokens) {
