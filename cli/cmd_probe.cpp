@@ -98,10 +98,10 @@ void add_run_options(CLI::App& command, ProbeFlags& flags) {
   command
       .add_option("--cpu-kernel", flags.options.cpu_kernel,
                   "cpu backend kernel: auto (bf16: avx512-bf16 where the CPU has AVX-512 BF16, else avx2; "
-                  "fp16: avx512-fp16 where it has AVX-512 F/BW/DQ/VL, else avx2; portable where it lacks "
-                  "AVX2+FMA+F16C), avx512-bf16 (for bf16), avx512-fp16 (for fp16: VCVTPH2PS at 16 lanes), "
-                  "avx2 (both dtypes), portable (8-lane vector code, the fallback); `probe info` names each "
-                  "dtype's kernel")
+                  "fp16 and fp8 K/V: avx512-fp16 where it has AVX-512 F/BW/DQ/VL, else avx2; portable where "
+                  "it lacks AVX2+FMA+F16C), avx512-bf16 (for bf16), avx512-fp16 (for fp16 and fp8 K/V: "
+                  "VCVTPH2PS at 16 lanes), avx2 (every dtype), portable (8-lane vector code, the fallback); "
+                  "`probe info` names each dtype's kernel")
       ->default_val("auto");
   command.add_option("--seed", flags.options.seed, "Seed of the random inputs")->transform(decimal_integer())->default_val(20260729);
   command

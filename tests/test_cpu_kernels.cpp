@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../kernels/fp8_e4m3.hpp"
 #include "../probes/src/backend.hpp"
 #include "../probes/src/cpu_kernel.hpp"
 #include "../probes/src/cpu_vec8.hpp"
@@ -190,6 +191,95 @@ TEST(CpuKernelsByHand, MeanOfValuesWhenScoresAreEqual) {
   }
 }
 
+// The AVX2 and AVX-512 kernels' dense tile pass (touch_tile, on by vendor:
+// dense_tile_reads_pay in cpu_backend.cpp) only loads the tile's rows before the
+// compute: the task's state must come out bit for bit the same with it as without,
+// whatever this CPU's vendor picks for the probes, for every row type of each
+// kernel. The buffers are exact-size vectors, so under the sanitizers a pass that
+// read past a row or the cache would fail here. Shape: 2 KV heads x GQA 5, head_dim
+// 64, 51 tokens in blocks of 7 (8 blocks, the last tile 19 tokens), a shuffled table.
+TEST(CpuKernelsDenseReads, SameStateWithAndWithoutTheDensePass) {
+  if (!kd::cpu_has_avx2_f16c()) GTEST_SKIP() << "no AVX2 + F16C on this CPU";
+  constexpr int kHeadDim = 64, kBlock = 7, kTokens = 51, kKvHeads = 2, kGqa = 5, kBlocks = 8;
+  const std::int32_t table[kBlocks] = {5, 2, 7, 0, 3, 6, 1, 4};
+  const std::int32_t lengths[1] = {kTokens};
+  const std::size_t elements = static_cast<std::size_t>(kBlocks) * kBlock * kKvHeads * kHeadDim;
+  using Attend = void (*)(const PagedDecodeParams&, int, int, int, int, int, kd::TaskState*, bool);
+  struct Variant {
+    const char* name;
+    Attend attend;
+    bool bf16_q, fp8_rows, runs_here;
+  };
+  const Variant variants[] = {
+      {"avx2 bf16", kd::attend_avx2, true, false, true},
+      {"avx2 fp16", kd::attend_avx2, false, false, true},
+      {"avx2 fp8 beside bf16 q", kd::attend_avx2, true, true, true},
+      {"avx2 fp8 beside fp16 q", kd::attend_avx2, false, true, true},
+      {"avx512-bf16", kd::attend_avx512_bf16, true, false, kd::cpu_has_avx512_bf16()},
+      {"avx512-fp16", kd::attend_avx512_fp16, false, false, kd::cpu_has_avx512()},
+      {"avx512-fp16 fp8 beside bf16 q", kd::attend_avx512_fp16, true, true, kd::cpu_has_avx512()},
+      {"avx512-fp16 fp8 beside fp16 q", kd::attend_avx512_fp16, false, true, kd::cpu_has_avx512()},
+  };
+  // Finite values of both signs: bf16 and fp16 in [1, 2) and fp8 codes 0x30..0x3F
+  // (0.5 to 0.94) with the sign bit on every third element.
+  std::vector<std::uint16_t> k16(elements), v16(elements), q(kKvHeads * kGqa * kHeadDim);
+  std::vector<std::uint8_t> k8(elements), v8(elements);
+  for (std::size_t i = 0; i < elements; ++i) {
+    const auto sign = static_cast<std::uint16_t>(i % 3 == 0 ? 0x8000 : 0);
+    k16[i] = static_cast<std::uint16_t>(sign | (0x3c00 + (i * 37) % 1024));
+    v16[i] = static_cast<std::uint16_t>(sign | (0x3c00 + (i * 91) % 1024));
+    k8[i] = static_cast<std::uint8_t>((sign >> 8) | (0x30 + (i * 5) % 16));
+    v8[i] = static_cast<std::uint8_t>((sign >> 8) | (0x30 + (i * 11) % 16));
+  }
+  for (const Variant& variant : variants) {
+    if (!variant.runs_here) continue;
+    SCOPED_TRACE(variant.name);
+    const bool bf16_rows = variant.bf16_q && !variant.fp8_rows;
+    std::vector<std::uint16_t> k_bf16(elements), v_bf16(elements);
+    for (std::size_t i = 0; i < elements; ++i) {  // bf16 in [1, 2): 0x3f80 + 7 mantissa bits
+      k_bf16[i] = static_cast<std::uint16_t>((k16[i] & 0x8000) | (0x3f80 + (k16[i] & 0x7f)));
+      v_bf16[i] = static_cast<std::uint16_t>((v16[i] & 0x8000) | (0x3f80 + (v16[i] & 0x7f)));
+    }
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      q[i] = static_cast<std::uint16_t>(variant.bf16_q ? 0x3f80 + i % 128 : 0x3c00 + (i * 13) % 1024);
+    }
+    PagedDecodeParams p;
+    p.q = q.data();
+    p.k_cache = variant.fp8_rows ? static_cast<const void*>(k8.data())
+                                 : (bf16_rows ? static_cast<const void*>(k_bf16.data()) : k16.data());
+    p.v_cache = variant.fp8_rows ? static_cast<const void*>(v8.data())
+                                 : (bf16_rows ? static_cast<const void*>(v_bf16.data()) : v16.data());
+    p.block_tables = table;
+    p.seq_lens = lengths;
+    p.num_seqs = 1;
+    p.num_kv_heads = kKvHeads;
+    p.q_per_kv = kGqa;
+    p.head_dim = kHeadDim;
+    p.block_size = kBlock;
+    p.max_blocks_per_seq = kBlocks;
+    p.scale = 0.125f;
+    p.dtype = variant.bf16_q ? kvsight::kernels::ElementType::bf16 : kvsight::kernels::ElementType::fp16;
+    p.kv_type = variant.fp8_rows ? kvsight::kernels::KvType::fp8_e4m3 : kvsight::kernels::KvType::same_as_q;
+    std::vector<kd::TaskState> plain(kKvHeads), dense(kKvHeads);
+    variant.attend(p, 0, 0, kKvHeads, 0, kTokens, plain.data(), false);
+    variant.attend(p, 0, 0, kKvHeads, 0, kTokens, dense.data(), true);
+    for (int h = 0; h < kKvHeads; ++h) {
+      for (int g = 0; g < kGqa; ++g) {
+        ASSERT_TRUE(std::isfinite(plain[h].running_sum[g]) && plain[h].running_sum[g] > 0.0f);
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(plain[h].running_max[g]),
+                  std::bit_cast<std::uint32_t>(dense[h].running_max[g]));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(plain[h].running_sum[g]),
+                  std::bit_cast<std::uint32_t>(dense[h].running_sum[g]));
+      }
+      for (int i = 0; i < kGqa * kHeadDim; ++i) {
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(plain[h].acc[i]),
+                  std::bit_cast<std::uint32_t>(dense[h].acc[i]))
+            << "KV head " << h << " element " << i;
+      }
+    }
+  }
+}
+
 // The kernel each dtype gets, as probe info names it.
 // The portable kernel's table-free fp16 widening (cpu_vec8.hpp) gives half.hpp's
 // fp16_to_float bits on all 65,536 inputs (signed zeros, the 1,023 subnormals of
@@ -219,11 +309,65 @@ TEST(CpuWidening, Fp16MatchesTheScalarDecodeOnEveryInput) {
   EXPECT_EQ(h[7], 65504.0f);
 }
 
+// The AVX2 and AVX-512 kernels' fp8 E4M3 widening (through fp16, cpu_kernel_avx2.cpp
+// widen16) gives the kernels' own decode (kernels/fp8_e4m3.hpp, which the GPUs and the
+// portable kernel's table use) bit for bit on all 256 codes in every lane (16 for AVX2,
+// 32 for AVX-512): both zeros, the 7 subnormals of each sign, the largest finite 448,
+// and NaN (0x7F, 0xFF) as a NaN; the other lanes' zero bytes stay +0.
+void check_fp8_widening(int lanes, void (*widen)(const std::uint8_t*, float*)) {
+  const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  for (int lane = 0; lane < lanes; ++lane) {
+    for (std::uint32_t code = 0; code < 256; ++code) {
+      std::uint8_t bytes[32] = {};
+      bytes[lane] = static_cast<std::uint8_t>(code);
+      float out[32];
+      widen(bytes, out);
+      const float expected = kvsight::kernels::fp8_e4m3_to_float(code);
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(out[lane]))
+            << "code 0x" << std::hex << code << " in lane " << std::dec << lane;
+      } else {
+        ASSERT_EQ(bits(out[lane]), bits(expected))
+            << "code 0x" << std::hex << code << " in lane " << std::dec << lane << ": " << out[lane];
+      }
+      for (int other = 0; other < lanes; ++other) {
+        if (other != lane) {
+          ASSERT_EQ(bits(out[other]), 0u) << "lane " << other << " beside " << lane;
+        }
+      }
+    }
+  }
+  // By hand (docs/reference/kernels.md "fp8 E4M3 K/V"): 0x01 = 1 x 2^-9, 0x07 = 7 x 2^-9,
+  // 0x08 = 2^-6, 0x38 = 2^0, 0x7E = 2^8 x 1.75 = 448, 0xC0 = -2^(8 - 7) = -2, 0x80 = -0.
+  const std::uint8_t some[32] = {0x01, 0x07, 0x08, 0x38, 0x7E, 0xC0, 0x80, 0x7F, 0xFF};
+  float h[32];
+  widen(some, h);
+  EXPECT_EQ(h[0], std::ldexp(1.0f, -9));
+  EXPECT_EQ(h[1], 7.0f * std::ldexp(1.0f, -9));
+  EXPECT_EQ(h[2], std::ldexp(1.0f, -6));
+  EXPECT_EQ(h[3], 1.0f);
+  EXPECT_EQ(h[4], 448.0f);
+  EXPECT_EQ(h[5], -2.0f);
+  EXPECT_EQ(bits(h[6]), 0x80000000u);
+  EXPECT_TRUE(std::isnan(h[7]));
+  EXPECT_TRUE(std::isnan(h[8]));
+}
+
+TEST(CpuWidening, Fp8Avx2MatchesTheKernelsDecodeOnEveryCode) {
+  if (!kd::cpu_has_avx2_f16c()) GTEST_SKIP() << "no AVX2 + F16C on this CPU";
+  check_fp8_widening(16, kd::widen_fp8x16_avx2);
+}
+
+TEST(CpuWidening, Fp8Avx512MatchesTheKernelsDecodeOnEveryCode) {
+  if (!kd::cpu_has_avx512()) GTEST_SKIP() << "no AVX-512 F/BW/DQ/VL on this CPU";
+  check_fp8_widening(32, kd::widen_fp8x32_avx512);
+}
+
 TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   const std::string portable = kd::cpu_open(1, "portable")->info().cpu_kernel;
   ASSERT_EQ(portable.rfind("bf16: portable", 0), 0u) << portable;
   EXPECT_NE(portable.find("; fp16: portable"), std::string::npos) << portable;
-  // fp8 K/V take the portable kernel whatever --cpu-kernel says ("bf16: " is 6 characters).
+  // --cpu-kernel portable runs fp8 K/V on it too ("bf16: " is 6 characters).
   const std::string portable_name = portable.substr(6, portable.find(';') - 6);
   EXPECT_NE(portable.find("; fp8_e4m3 K/V: " + portable_name), std::string::npos) << portable;
   const std::string automatic = kd::cpu_open(1, "auto")->info().cpu_kernel;
@@ -231,14 +375,17 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   if (!avx2) {
     EXPECT_EQ(automatic, portable);
   } else {
-    // bf16 takes the BF16 extension where there is one; fp16 needs AVX-512 F/BW/DQ/VL only.
+    // bf16 takes the BF16 extension where there is one; fp16 needs AVX-512 F/BW/DQ/VL only; fp8 K/V
+    // take fp16's kernel (both widen through VCVTPH2PS).
     const std::string bf16 = kd::cpu_has_avx512_bf16() ? "avx512-bf16" : "avx2";
     const std::string fp16 = kd::cpu_has_avx512() ? "avx512-fp16" : "avx2";
-    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16 + "; fp8_e4m3 K/V: " + portable_name +
+    EXPECT_EQ(automatic, "bf16: " + bf16 + "; fp16: " + fp16 + "; fp8_e4m3 K/V: " + fp16 +
                              kvsight::test::expected_tile_reads_suffix());
   }
   if (avx2 && kd::cpu_has_avx512()) {
-    EXPECT_NE(kd::cpu_open(1, "avx512-fp16")->info().cpu_kernel.find("; fp16: avx512-fp16"),
+    EXPECT_NE(kd::cpu_open(1, "avx512-fp16")
+                  ->info()
+                  .cpu_kernel.find("; fp16: avx512-fp16; fp8_e4m3 K/V: avx512-fp16;"),
               std::string::npos);
   } else {
     try {
@@ -251,8 +398,7 @@ TEST(CpuKernelChoice, EachDtypeNamesItsKernel) {
   }
   if (kd::cpu_has_avx2_f16c()) {
     EXPECT_EQ(kd::cpu_open(1, "avx2")->info().cpu_kernel,
-              "bf16: avx2; fp16: avx2; fp8_e4m3 K/V: " + portable_name +
-                  kvsight::test::expected_tile_reads_suffix());
+              "bf16: avx2; fp16: avx2; fp8_e4m3 K/V: avx2" + kvsight::test::expected_tile_reads_suffix());
   } else {
     try {
       kd::cpu_open(1, "avx2");

@@ -359,8 +359,16 @@ TEST(Fp8Probe, RunAttentionPassesItsCheckOnEveryKernel) {
         const kp::AttentionResult r = kp::run_attention("cpu", kernel, shape, options);
         EXPECT_TRUE(r.point.correct) << r.point.max_error;
         EXPECT_LE(r.point.max_error, kp::error_bound(dtype, shape.context));
-        // The device label names the kernel fp8 K/V ran on.
-        EXPECT_NE(r.device.find("fp8_e4m3 K/V: portable"), std::string::npos) << r.device;
+        // The device label names the kernel fp8 K/V ran on: fp16's (AVX-512 F where the CPU has
+        // it, else AVX2; every --cpu-kernel but portable implies AVX2), unless --cpu-kernel says
+        // avx2 or portable.
+        std::string fp8_kernel = "portable";
+        if (cpu_kernel == "avx2") {
+          fp8_kernel = "avx2";
+        } else if (cpu_kernel != "portable") {
+          fp8_kernel = kd::cpu_has_avx512() ? "avx512-fp16" : "avx2";
+        }
+        EXPECT_NE(r.device.find("fp8_e4m3 K/V: " + fp8_kernel), std::string::npos) << r.device;
         const nlohmann::json j = r;
         EXPECT_EQ(j["shape"]["kv_dtype"], "fp8_e4m3");
         EXPECT_EQ(j["shape"]["dtype"], dtype);

@@ -21,11 +21,13 @@ TEST(ProbeCli, InfoListsBackendsAndExitsZero) {
   EXPECT_EQ(j["backends"][2]["status"], "ok");
   // The cpu device names the kernel auto picks for each dtype: AVX-512 BF16 or AVX2 or portable for
   // bf16, AVX-512 or AVX2 or portable for fp16 (test_cpu_kernels.cpp checks which against the CPU's flags).
-  // fp8 K/V take the portable kernel (its clone named) on every CPU.
+  // fp8 K/V take fp16's kernel (the portable one with its clone named).
   const std::string all = j["backends"][2]["devices"][0]["cpu_kernel"];
-  const std::size_t fp8 = all.find("; fp8_e4m3 K/V: portable");
+  const std::size_t fp8 = all.find("; fp8_e4m3 K/V: ");
   ASSERT_NE(fp8, std::string::npos) << all;
   const std::string cpu_kernel = all.substr(0, fp8);
+  const std::string fp16 = cpu_kernel.substr(cpu_kernel.find("; fp16: ") + 8);
+  EXPECT_EQ(all.find("; fp8_e4m3 K/V: " + fp16 + ";"), fp8) << all;
   // The AVX2 / AVX-512 kernels' dense tile pass, per vendor (test_support.hpp).
   const std::string tile_reads = kvsight::test::expected_tile_reads_suffix();
   EXPECT_EQ(all.substr(all.size() - std::min(all.size(), tile_reads.size())), tile_reads) << all;

@@ -53,8 +53,9 @@ class HostBuffer final : public DeviceBuffer {
 
 // Which paged-decode kernel the backend runs for one dtype.
 enum class CpuKernel { portable, avx2, avx512_bf16, avx512_fp16 };
-// The kernel of each dtype (--cpu-kernel). fp8 K/V (either q dtype) always take
-// the portable kernel: the AVX2 and AVX-512 kernels read 16-bit rows only.
+// The kernel of each dtype (--cpu-kernel). fp8 K/V (either q dtype) take the
+// kernel fp16 takes: the AVX2 and AVX-512 fp16 kernels widen E4M3 through fp16
+// (cpu_kernel_avx2.cpp widen16) and then run as for fp16.
 struct CpuKernels {
   CpuKernel bf16 = CpuKernel::portable;
   CpuKernel fp16 = CpuKernel::portable;
@@ -87,17 +88,18 @@ bool dense_tile_reads_pay() {
 constexpr const char* kCpuKernelChoices = "auto, avx512-bf16, avx512-fp16, avx2, portable";
 
 // --cpu-kernel: auto gives each dtype the fastest kernel this CPU runs
-// (bf16: avx512-bf16, else avx2, else portable; fp16: avx512-fp16, else
-// avx2, else portable); avx512-bf16 forces it for bf16 and avx512-fp16 for
-// fp16 (the other dtype as auto); avx2 forces the AVX2 kernel for both;
-// portable the portable one for both. avx512-fp16 is VCVTPH2PS at 16 lanes
-// (AVX-512 F), not the AVX512-FP16 arithmetic extension.
+// (bf16: avx512-bf16, else avx2, else portable; fp16 and fp8 K/V:
+// avx512-fp16, else avx2, else portable); avx512-bf16 forces it for bf16 and
+// avx512-fp16 for fp16 and fp8 K/V (the others as auto); avx2 forces the
+// AVX2 kernel for all three; portable the portable one for all three.
+// avx512-fp16 is VCVTPH2PS at 16 lanes (AVX-512 F), not the AVX512-FP16
+// arithmetic extension.
 CpuKernels choose_kernel_per_dtype(const std::string& requested) {
   const bool avx2 = cpu_has_avx2_f16c();
   const CpuKernel best_avx2 = avx2 ? CpuKernel::avx2 : CpuKernel::portable;
   const CpuKernel best_bf16 = cpu_has_avx512_bf16() ? CpuKernel::avx512_bf16 : best_avx2;
   const CpuKernel best_fp16 = cpu_has_avx512() && avx2 ? CpuKernel::avx512_fp16 : best_avx2;
-  if (requested == "auto") return {best_bf16, best_fp16, CpuKernel::portable};
+  if (requested == "auto") return {best_bf16, best_fp16, best_fp16};
   if (requested == "portable") return {CpuKernel::portable, CpuKernel::portable, CpuKernel::portable};
   if (requested == "avx2") {
     if (!avx2) {
@@ -105,7 +107,7 @@ CpuKernels choose_kernel_per_dtype(const std::string& requested) {
                        "avx2 needs AVX2 with FMA and F16C (x86-64-v3: AMD Zen and later, Intel Haswell and "
                        "later), which this CPU lacks; allowed here: auto, portable");
     }
-    return {CpuKernel::avx2, CpuKernel::avx2, CpuKernel::portable};
+    return {CpuKernel::avx2, CpuKernel::avx2, CpuKernel::avx2};
   }
   if (requested == "avx512-bf16") {
     if (!cpu_has_avx512_bf16()) {
@@ -115,7 +117,7 @@ CpuKernels choose_kernel_per_dtype(const std::string& requested) {
                                    "allowed here: auto, ") +
                            (avx2 ? "avx2, " : "") + "portable");
     }
-    return {CpuKernel::avx512_bf16, best_fp16, CpuKernel::portable};
+    return {CpuKernel::avx512_bf16, best_fp16, best_fp16};
   }
   if (requested == "avx512-fp16") {
     if (!cpu_has_avx512() || !avx2) {
@@ -125,7 +127,7 @@ CpuKernels choose_kernel_per_dtype(const std::string& requested) {
                       "parts, AMD Zen 4 and later), which this CPU lacks; allowed here: auto, ") +
               (avx2 ? "avx2, " : "") + "portable");
     }
-    return {best_bf16, CpuKernel::avx512_fp16, CpuKernel::portable};
+    return {best_bf16, CpuKernel::avx512_fp16, CpuKernel::avx512_fp16};
   }
   throw InputError("--cpu-kernel", "'" + requested + "' unknown; allowed: " + kCpuKernelChoices);
 }

@@ -40,6 +40,20 @@ inline float* task_q_scratch(std::size_t floats) {
   return q;
 }
 
+// How a task's K and V rows are stored, for the AVX kernels' templates: bf16 or
+// fp16 (q's dtype), or fp8 E4M3 bytes beside a bf16 or fp16 q
+// (kernels::KvType::fp8_e4m3).
+enum class KvRows { bf16, fp16, fp8 };
+template <KvRows R>
+using KvRowElement = std::conditional_t<R == KvRows::fp8, std::uint8_t, std::uint16_t>;
+
+// The AVX kernels widen an fp8 E4M3 byte through binary16, S.EEEE.MMM ->
+// S.0EEEE.MMM0000000, which is exactly the value / 2^8 (docs/reference/
+// cpu-kernels.md "fp8 E4M3 K/V"). They multiply q's scale by this (K's share)
+// and each task's accumulators at its end (V's, unscale_fp8_accumulators):
+// exact, a power of two.
+constexpr float kFp8ThroughFp16 = 256.0f;
+
 // Output of one task (sequence, KV head, split): unnormalised accumulators
 // [q_per_kv][head_dim], running max and sum per query head.
 struct TaskState {
@@ -47,6 +61,14 @@ struct TaskState {
   float running_max[kernels::kMaxGqa];
   float running_sum[kernels::kMaxGqa];
 };
+
+// V's share of kFp8ThroughFp16: the first `floats` accumulators of each of a
+// task's heads times 2^8.
+inline void unscale_fp8_accumulators(TaskState* states, int kv_head_count, int floats) {
+  for (int h = 0; h < kv_head_count; ++h) {
+    for (int i = 0; i < floats; ++i) states[h].acc[i] *= kFp8ThroughFp16;
+  }
+}
 
 // Element offsets (from the cache base) of the rows of tokens [start, start +
 // count) of one sequence, plus first_element (the KV head's offset in a row):
@@ -216,8 +238,10 @@ bool cpu_has_avx512_bf16();
 void attend_avx512_bf16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
                         int begin, int end, TaskState* states, bool dense_tile_reads);
 
-// The AVX-512 kernel for fp16 q/K/V (cpu_kernel_avx512.cpp): the same walk,
-// accumulators in natural order. Only call it when cpu_has_avx512().
+// The AVX-512 kernel for fp16 q/K/V, and for fp8 E4M3 K/V beside a bf16 or
+// fp16 q (widened through fp16, as the AVX2 kernel does) (cpu_kernel_avx512.cpp):
+// the same walk, accumulators in natural order. Only call it when
+// cpu_has_avx512().
 void attend_avx512_fp16(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
                         int begin, int end, TaskState* states, bool dense_tile_reads);
 
@@ -225,10 +249,19 @@ void attend_avx512_fp16(const kernels::PagedDecodeParams& p, int seq, int first_
 // Zen 1 and later, Intel Haswell and later).
 bool cpu_has_avx2_f16c();
 
-// The AVX2 + FMA + F16C kernel for bf16 and fp16 q/K/V (cpu_kernel_avx2.cpp):
-// the same walk as attend_avx512_bf16, accumulators in natural order. Only
-// call it when cpu_has_avx2_f16c().
+// The AVX2 + FMA + F16C kernel (cpu_kernel_avx2.cpp) for bf16 and fp16 q/K/V
+// and for fp8 E4M3 K/V beside either q: the same walk as attend_avx512_bf16,
+// accumulators in kAvx2Bf16Interleave order for bf16 K/V, natural otherwise.
+// Only call it when cpu_has_avx2_f16c().
 void attend_avx2(const kernels::PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count,
                  int begin, int end, TaskState* states, bool dense_tile_reads);
+
+// The AVX2 kernel's fp8 E4M3 widening of 16 bytes, its 2^-8 taken back out:
+// the 16 values as fp32, for the unit test of every code. Only call it when
+// cpu_has_avx2_f16c().
+void widen_fp8x16_avx2(const std::uint8_t* bytes, float* out);
+// The same for the AVX-512 kernel's widening, 32 bytes. Only call it when
+// cpu_has_avx512().
+void widen_fp8x32_avx512(const std::uint8_t* bytes, float* out);
 
 }  // namespace kvsight::probes::detail

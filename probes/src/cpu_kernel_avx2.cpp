@@ -1,8 +1,9 @@
 // The cpu backend's AVX2 + FMA + F16C paged-decode kernel, for bf16 and fp16
-// q/K/V: the same algorithm as attend_range in cpu_kernel_portable.cpp (each
-// (sequence, KV head) walks its token range in tiles of 32 with an online
-// softmax; split-KV partials are reduced by the backend), laid out as the
-// AVX-512 BF16 kernel (cpu_kernel_avx512.cpp) at 8 lanes.
+// q/K/V and for fp8 E4M3 K/V beside a bf16 or fp16 q: the same algorithm as
+// attend_range in cpu_kernel_portable.cpp (each (sequence, KV head) walks its
+// token range in tiles of 32 with an online softmax; split-KV partials are
+// reduced by the backend), laid out as the AVX-512 BF16 kernel
+// (cpu_kernel_avx512.cpp) at 8 lanes.
 //
 // Why it exists: on an x86-64 CPU without AVX-512 BF16 (AMD Zen 2/3, Intel
 // before Sapphire Rapids) every probe took the portable kernel, which is
@@ -19,6 +20,10 @@
 //    q is widened the same way, so each score's dot product pairs the same
 //    elements; the accumulators of P x V come out in that even/odd order per
 //    16 dimensions (kAvx2Bf16Interleave) and write_task_output restores it.
+//  - fp8 E4M3 K and V (issue #24 item 5: the portable kernel's byte table ran
+//    at 0.13-0.15 of the stream read) are widened 16 at a time through fp16
+//    with integer steps and VCVTPH2PS (widen16, with the argument); the rest
+//    is the fp16 path.
 //  - each K vector feeds up to 4 query heads x 2 tokens of FMAs, and 8 dot
 //    products are reduced to one vector of 8 scores with 6 VHADDPS + 2 lane
 //    permutes (instead of a horizontal sum each).
@@ -75,7 +80,8 @@ static_assert(kernels::kTileTokens == kTile, "the cpu kernels use the device ker
 // Rows past the end of the last tile read this; their scores are masked.
 alignas(64) const std::uint16_t kZeroRow[256] = {};
 
-// 8 consecutive 16-bit values widened to fp32, natural order.
+// 8 consecutive 16-bit values widened to fp32, natural order (q; bf16 only
+// beside fp8 rows).
 template <bool BF16>
 KVS_AVX2_INLINE __m256 widen8(const std::uint16_t* p) {
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -86,16 +92,41 @@ KVS_AVX2_INLINE __m256 widen8(const std::uint16_t* p) {
   }
 }
 
-// 16 consecutive bf16 values as two fp32 vectors: the 8 even-indexed elements
-// (each 32-bit word's low half shifted up) and the 8 odd-indexed ones (the
-// high halves, low bits cleared). Exact: bf16 is the top half of an fp32.
+// 16 consecutive elements of a row as two fp32 vectors, first and second:
+//  - bf16: the 8 even-indexed elements (each 32-bit word's low half moved up)
+//    and the 8 odd-indexed ones (the high halves, low bits cleared); exact,
+//    bf16 is the top half of an fp32. q is widened in the same order.
+//  - fp16: elements 0-7 and 8-15 (VCVTPH2PS, exact, subnormals included).
+//  - fp8 E4M3: elements 0-7 and 8-15 times 2^-8 (kFp8ThroughFp16): each byte
+//    S.EEEE.MMM becomes the fp16 S.0EEEE.MMM0000000, whose value is exactly
+//    the E4M3 value / 2^8 (exponent bias 15 instead of 7), E4M3 subnormals
+//    (m x 2^-9) landing on fp16 subnormals (m x 2^-17); the codes 0x7F / 0xFF
+//    (NaN in E4M3, no infinities) get an all-ones exponent, a quiet NaN
+//    (kernels/fp8_e4m3.hpp decodes them to NaN too). Then VCVTPH2PS as fp16:
+//    7 integer instructions per 16 elements instead of a table lookup each.
 struct Wide16 {
-  __m256 even, odd;
+  __m256 first, second;
 };
-KVS_AVX2_INLINE Wide16 widen16_bf16(const std::uint16_t* p) {
-  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return {_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)),
-          _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+template <KvRows R>
+KVS_AVX2_INLINE Wide16 widen16(const KvRowElement<R>* p) {
+  if constexpr (R == KvRows::bf16) {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(raw, 16)),
+            _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))))};
+  } else if constexpr (R == KvRows::fp16) {
+    return {widen8<false>(p), widen8<false>(p + 8)};
+  } else {
+    // byte << 7 is 0.S.EEEE.MMM.0000000; adding its bit 14 to itself carries
+    // the sign into bit 15: S.0EEEE.MMM0000000.
+    const __m256i byte = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i shifted = _mm256_slli_epi16(byte, 7);
+    const __m256i finite = _mm256_add_epi16(shifted, _mm256_and_si256(shifted, _mm256_set1_epi16(0x4000)));
+    const __m256i all_ones = _mm256_set1_epi16(0x3F80);  // EEEE.MMM all ones: NaN
+    const __m256i nan = _mm256_cmpeq_epi16(_mm256_and_si256(shifted, all_ones), all_ones);
+    const __m256i half = _mm256_or_si256(finite, _mm256_and_si256(nan, _mm256_set1_epi16(0x7C00)));
+    return {_mm256_cvtph_ps(_mm256_castsi256_si128(half)),
+            _mm256_cvtph_ps(_mm256_extracti128_si256(half, 1))};
+  }
 }
 
 // exp of x <= 0, 8 lanes: the Cephes expf of the portable kernel's exp8
@@ -141,13 +172,15 @@ KVS_AVX2_INLINE float horizontal_sum(__m256 v) {
 // row offset, in K and in V) and discards them, four streams at once (K and V
 // of the first and second half of the rows), as touch_tile in the AVX-512
 // kernel (numbers there and in docs/measurements.md).
-KVS_AVX2_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t* v_base,
-                                const long long* offsets, int count, int elements) {
+template <typename Element>
+KVS_AVX2_INLINE void touch_tile(const Element* k_base, const Element* v_base, const long long* offsets,
+                                int count, int elements) {
+  constexpr int kLine = 64 / static_cast<int>(sizeof(Element));  // elements per 64-byte line
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
   const int half = (count + 1) / 2;
   for (int t = 0; t < half; ++t) {
     const int u = t + half < count ? t + half : t;
-    for (int e = 0; e < elements; e += 32) {
+    for (int e = 0; e < elements; e += kLine) {
       s0 = _mm256_or_si256(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k_base + offsets[t] + e)));
       s1 = _mm256_or_si256(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v_base + offsets[t] + e)));
       s2 = _mm256_or_si256(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k_base + offsets[u] + e)));
@@ -159,39 +192,27 @@ KVS_AVX2_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t
 
 // Scores of NH query heads (q rows of HEAD_DIM floats, scale folded in) over
 // the tile's kTile rows (rows past count read kZeroRow): two tokens per pass.
-template <int HEAD_DIM, bool BF16, int NH>
-KVS_AVX2_INLINE void scores(const float* q, const std::uint16_t* const* k_rows, int count,
+template <int HEAD_DIM, KvRows R, int NH>
+KVS_AVX2_INLINE void scores(const float* q, const KvRowElement<R>* const* k_rows, int count,
                             float (*out)[kTile], NextTilePrefetch& next) {
   for (int t = 0; t < count; t += 2) {
     next.issue();
     __m256 a[8];
     for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
-    const std::uint16_t* k0 = k_rows[t];
-    const std::uint16_t* k1 = k_rows[t + 1];
-    if constexpr (BF16) {
-      // q is in even/odd order per 16 (as attend widens it): q[d..d+7] pairs
-      // with the even elements of K's 16, q[d+8..d+15] with the odd ones.
-      for (int d = 0; d < HEAD_DIM; d += 16) {
-        const Wide16 x0 = widen16_bf16(k0 + d);
-        const Wide16 x1 = widen16_bf16(k1 + d);
-        for (int h = 0; h < NH; ++h) {
-          const __m256 qe = _mm256_load_ps(q + h * HEAD_DIM + d);
-          const __m256 qo = _mm256_load_ps(q + h * HEAD_DIM + d + 8);
-          a[h] = _mm256_fmadd_ps(qe, x0.even, a[h]);
-          a[4 + h] = _mm256_fmadd_ps(qe, x1.even, a[4 + h]);
-          a[h] = _mm256_fmadd_ps(qo, x0.odd, a[h]);
-          a[4 + h] = _mm256_fmadd_ps(qo, x1.odd, a[4 + h]);
-        }
-      }
-    } else {
-      for (int d = 0; d < HEAD_DIM; d += 8) {
-        const __m256 x0 = widen8<BF16>(k0 + d);
-        const __m256 x1 = widen8<BF16>(k1 + d);
-        for (int h = 0; h < NH; ++h) {
-          const __m256 qv = _mm256_load_ps(q + h * HEAD_DIM + d);
-          a[h] = _mm256_fmadd_ps(qv, x0, a[h]);
-          a[4 + h] = _mm256_fmadd_ps(qv, x1, a[4 + h]);
-        }
+    const KvRowElement<R>* k0 = k_rows[t];
+    const KvRowElement<R>* k1 = k_rows[t + 1];
+    // q is in the order widen16 leaves K in (attend widens it so): q[d..d+7]
+    // pairs with the first vector of K's 16, q[d+8..d+15] with the second.
+    for (int d = 0; d < HEAD_DIM; d += 16) {
+      const Wide16 x0 = widen16<R>(k0 + d);
+      const Wide16 x1 = widen16<R>(k1 + d);
+      for (int h = 0; h < NH; ++h) {
+        const __m256 q0 = _mm256_load_ps(q + h * HEAD_DIM + d);
+        const __m256 q1 = _mm256_load_ps(q + h * HEAD_DIM + d + 8);
+        a[h] = _mm256_fmadd_ps(q0, x0.first, a[h]);
+        a[4 + h] = _mm256_fmadd_ps(q0, x1.first, a[4 + h]);
+        a[h] = _mm256_fmadd_ps(q1, x0.second, a[h]);
+        a[4 + h] = _mm256_fmadd_ps(q1, x1.second, a[4 + h]);
       }
     }
     alignas(32) float sums[8];
@@ -205,9 +226,10 @@ KVS_AVX2_INLINE void scores(const float* q, const std::uint16_t* const* k_rows, 
 
 // P x V for NH query heads (acc rows of HEAD_DIM floats) over a tile: 16
 // dimensions at a time, NH x 2 accumulators in registers.
-template <int HEAD_DIM, bool BF16, int NH>
+template <int HEAD_DIM, KvRows R, int NH>
 KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], const float* rescale,
-                                     const std::uint16_t* const* v_rows, int count, NextTilePrefetch& next) {
+                                     const KvRowElement<R>* const* v_rows, int count,
+                                     NextTilePrefetch& next) {
   for (int d = 0; d < HEAD_DIM; d += 16) {
     next.issue();
     __m256 a[NH][2];
@@ -218,20 +240,12 @@ KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], 
     }
     for (int t = 0; t < count; ++t) {
       // bf16: a[h][0] gathers dimensions d, d+2, ..., d+14 and a[h][1] the
-      // odd ones (kAvx2Bf16Interleave order); fp16: natural order.
-      __m256 v0, v1;
-      if constexpr (BF16) {
-        const Wide16 v = widen16_bf16(v_rows[t] + d);
-        v0 = v.even;
-        v1 = v.odd;
-      } else {
-        v0 = widen8<BF16>(v_rows[t] + d);
-        v1 = widen8<BF16>(v_rows[t] + d + 8);
-      }
+      // odd ones (kAvx2Bf16Interleave order); fp16 and fp8: natural order.
+      const Wide16 v = widen16<R>(v_rows[t] + d);
       for (int h = 0; h < NH; ++h) {
         const __m256 w = _mm256_broadcast_ss(&weights[h][t]);
-        a[h][0] = _mm256_fmadd_ps(w, v0, a[h][0]);
-        a[h][1] = _mm256_fmadd_ps(w, v1, a[h][1]);
+        a[h][0] = _mm256_fmadd_ps(w, v.first, a[h][0]);
+        a[h][1] = _mm256_fmadd_ps(w, v.second, a[h][1]);
       }
     }
     for (int h = 0; h < NH; ++h) {
@@ -242,52 +256,52 @@ KVS_AVX2_INLINE void weighted_values(float* acc, const float (*weights)[kTile], 
 }
 
 // All heads of the group in blocks of 4, then the 1-3 left over.
-template <int HEAD_DIM, bool BF16>
-KVS_AVX2_INLINE void all_scores(const float* q, int group, const std::uint16_t* const* k_rows, int count,
+template <int HEAD_DIM, KvRows R>
+KVS_AVX2_INLINE void all_scores(const float* q, int group, const KvRowElement<R>* const* k_rows, int count,
                                 float (*out)[kTile], NextTilePrefetch& next) {
   int g = 0;
-  for (; g + 4 <= group; g += 4) scores<HEAD_DIM, BF16, 4>(q + g * HEAD_DIM, k_rows, count, out + g, next);
+  for (; g + 4 <= group; g += 4) scores<HEAD_DIM, R, 4>(q + g * HEAD_DIM, k_rows, count, out + g, next);
   switch (group - g) {
     case 3:
-      return scores<HEAD_DIM, BF16, 3>(q + g * HEAD_DIM, k_rows, count, out + g, next);
+      return scores<HEAD_DIM, R, 3>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     case 2:
-      return scores<HEAD_DIM, BF16, 2>(q + g * HEAD_DIM, k_rows, count, out + g, next);
+      return scores<HEAD_DIM, R, 2>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     case 1:
-      return scores<HEAD_DIM, BF16, 1>(q + g * HEAD_DIM, k_rows, count, out + g, next);
+      return scores<HEAD_DIM, R, 1>(q + g * HEAD_DIM, k_rows, count, out + g, next);
     default:
       return;
   }
 }
-template <int HEAD_DIM, bool BF16>
+template <int HEAD_DIM, KvRows R>
 KVS_AVX2_INLINE void all_values(float* acc, int group, const float (*weights)[kTile], const float* rescale,
-                                const std::uint16_t* const* v_rows, int count, NextTilePrefetch& next) {
+                                const KvRowElement<R>* const* v_rows, int count, NextTilePrefetch& next) {
   int g = 0;
   for (; g + 4 <= group; g += 4)
-    weighted_values<HEAD_DIM, BF16, 4>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count, next);
+    weighted_values<HEAD_DIM, R, 4>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count, next);
   switch (group - g) {
     case 3:
-      return weighted_values<HEAD_DIM, BF16, 3>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
-                                                next);
+      return weighted_values<HEAD_DIM, R, 3>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                             next);
     case 2:
-      return weighted_values<HEAD_DIM, BF16, 2>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
-                                                next);
+      return weighted_values<HEAD_DIM, R, 2>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                             next);
     case 1:
-      return weighted_values<HEAD_DIM, BF16, 1>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
-                                                next);
+      return weighted_values<HEAD_DIM, R, 1>(acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
+                                             next);
     default:
       return;
   }
 }
 
 // One tile of one KV head: scores, online softmax, P x V into state.
-template <int HEAD_DIM, bool BF16>
-KVS_AVX2_INLINE void attend_tile(const float* q, int group, const std::uint16_t* const* k_rows,
-                                 const std::uint16_t* const* v_rows, int count, TaskState& state,
+template <int HEAD_DIM, KvRows R>
+KVS_AVX2_INLINE void attend_tile(const float* q, int group, const KvRowElement<R>* const* k_rows,
+                                 const KvRowElement<R>* const* v_rows, int count, TaskState& state,
                                  NextTilePrefetch& next) {
   alignas(32) float weights[kMaxGqa][kTile];  // scores, then softmax weights
   float rescale[kMaxGqa];
   const int count2 = (count + 1) / 2 * 2;  // scores are computed in token pairs
-  all_scores<HEAD_DIM, BF16>(q, group, k_rows, count2, weights, next);
+  all_scores<HEAD_DIM, R>(q, group, k_rows, count2, weights, next);
   const __m256 minus_inf = _mm256_set1_ps(-INFINITY);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 valid[kTile / 8];  // all-ones lanes for tokens < count
@@ -315,32 +329,40 @@ KVS_AVX2_INLINE void attend_tile(const float* q, int group, const std::uint16_t*
     state.running_sum[g] = state.running_sum[g] * r + horizontal_sum(total);
     state.running_max[g] = new_max;
   }
-  all_values<HEAD_DIM, BF16>(state.acc, group, weights, rescale, v_rows, count, next);
+  all_values<HEAD_DIM, R>(state.acc, group, weights, rescale, v_rows, count, next);
 }
 
-template <int HEAD_DIM, bool BF16>
+// Q_BF16: q is bf16 (else fp16); bf16 rows always come with a bf16 q.
+template <int HEAD_DIM, KvRows R, bool Q_BF16>
 KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                      int end, TaskState* states, bool dense_tile_reads) {
-  const std::uint16_t* k_rows[kTile];
-  const std::uint16_t* v_rows[kTile];
+  static_assert(R != KvRows::bf16 || Q_BF16, "bf16 rows come with a bf16 q");
+  static_assert(R != KvRows::fp16 || !Q_BF16, "fp16 rows come with an fp16 q");
+  using Element = KvRowElement<R>;
+  const Element* k_rows[kTile];
+  const Element* v_rows[kTile];
   long long offsets[kTile];
   const int group = p.q_per_kv;
-  // q of every head of the task in fp32, scale folded in once.
+  // q of every head of the task in fp32, in the order widen16 leaves K in,
+  // with the softmax scale and K's dequantization scale (1 unless fp8) folded
+  // in once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale), and
+  // for fp8 rows the 2^8 that widen16 takes off K.
   const std::size_t q_floats =
       static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
   float* q = task_q_scratch(q_floats);
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
-  const __m256 scale = _mm256_set1_ps(p.scale);
-  if constexpr (BF16) {
+  const float q_scale = p.scale * p.k_scale;
+  const __m256 scale = _mm256_set1_ps(R == KvRows::fp8 ? q_scale * kFp8ThroughFp16 : q_scale);
+  if constexpr (R == KvRows::bf16) {
     for (std::size_t i = 0; i < q_floats; i += 16) {  // even/odd order, as K and V
-      const Wide16 w = widen16_bf16(q_task + i);
-      _mm256_store_ps(q + i, _mm256_mul_ps(w.even, scale));
-      _mm256_store_ps(q + i + 8, _mm256_mul_ps(w.odd, scale));
+      const Wide16 w = widen16<KvRows::bf16>(q_task + i);
+      _mm256_store_ps(q + i, _mm256_mul_ps(w.first, scale));
+      _mm256_store_ps(q + i + 8, _mm256_mul_ps(w.second, scale));
     }
   } else {
     for (std::size_t i = 0; i < q_floats; i += 8) {
-      _mm256_store_ps(q + i, _mm256_mul_ps(widen8<BF16>(q_task + i), scale));
+      _mm256_store_ps(q + i, _mm256_mul_ps(widen8<Q_BF16>(q_task + i), scale));
     }
   }
   for (int h = 0; h < kv_head_count; ++h) {
@@ -351,39 +373,39 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
     std::fill(states[h].acc, states[h].acc + group * HEAD_DIM, 0.0f);
   }
   const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
-  const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache) + first_kv_head * HEAD_DIM;
-  const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache) + first_kv_head * HEAD_DIM;
+  const auto* k_cache = static_cast<const Element*>(p.k_cache) + first_kv_head * HEAD_DIM;
+  const auto* v_cache = static_cast<const Element*>(p.v_cache) + first_kv_head * HEAD_DIM;
 
   // Issue points per tile: each head's score pairs and P x V dimension steps,
   // per block of up to 4 query heads (scores / weighted_values).
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, 2, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, sizeof(Element), end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);
     const int issue_points = kv_head_count * blocks * ((count + 1) / 2 + HEAD_DIM / 16);
     next.queue_after(tile_start, issue_points);
     if (dense_tile_reads) touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
-    for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
+    for (int t = count; t < kTile; ++t) k_rows[t] = reinterpret_cast<const Element*>(kZeroRow);
     for (int h = 0; h < kv_head_count; ++h) {
       for (int t = 0; t < count; ++t) {
         k_rows[t] = k_cache + offsets[t] + h * HEAD_DIM;
         v_rows[t] = v_cache + offsets[t] + h * HEAD_DIM;
       }
-      attend_tile<HEAD_DIM, BF16>(
-          q + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM, group, k_rows, v_rows,
-          count, states[h], next);
+      attend_tile<HEAD_DIM, R>(q + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM,
+                               group, k_rows, v_rows, count, states[h], next);
     }
     next.finish();
   }
+  if constexpr (R == KvRows::fp8) unscale_fp8_accumulators(states, kv_head_count, group * HEAD_DIM);
 }
 
-template <bool BF16>
-void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                  int end, TaskState* states, bool dense_tile_reads) {
+template <KvRows R, bool Q_BF16>
+void attend_rows(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                 int end, TaskState* states, bool dense_tile_reads) {
   dispatch_head_dim(p.head_dim, [&](auto head_dim) {
-    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
-                                            dense_tile_reads);
+    attend<decltype(head_dim)::value, R, Q_BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                                 dense_tile_reads);
   });
 }
 
@@ -391,9 +413,26 @@ void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv
 
 void attend_avx2(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                  int end, TaskState* states, bool dense_tile_reads) {
-  if (p.dtype == kernels::ElementType::bf16)
-    return attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
-  return attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
+  const bool bf16_q = p.dtype == kernels::ElementType::bf16;
+  if (p.kv_type == kernels::KvType::fp8_e4m3) {
+    if (bf16_q)
+      return attend_rows<KvRows::fp8, true>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                            dense_tile_reads);
+    return attend_rows<KvRows::fp8, false>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                           dense_tile_reads);
+  }
+  if (bf16_q)
+    return attend_rows<KvRows::bf16, true>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                           dense_tile_reads);
+  return attend_rows<KvRows::fp16, false>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                          dense_tile_reads);
+}
+
+KVS_AVX2 void widen_fp8x16_avx2(const std::uint8_t* bytes, float* out) {
+  const Wide16 w = widen16<KvRows::fp8>(bytes);
+  const __m256 unscale = _mm256_set1_ps(kFp8ThroughFp16);
+  _mm256_storeu_ps(out, _mm256_mul_ps(w.first, unscale));
+  _mm256_storeu_ps(out + 8, _mm256_mul_ps(w.second, unscale));
 }
 
 #else  // not x86-64 with GCC or clang: the portable kernel only
@@ -401,6 +440,10 @@ void attend_avx2(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_
 bool cpu_has_avx2_f16c() { return false; }
 
 void attend_avx2(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*, bool) {
+  throw DeviceError("cpu: the AVX2 kernel is not compiled for this architecture");
+}
+
+void widen_fp8x16_avx2(const std::uint8_t*, float*) {
   throw DeviceError("cpu: the AVX2 kernel is not compiled for this architecture");
 }
 

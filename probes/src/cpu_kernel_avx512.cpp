@@ -33,6 +33,9 @@
 // (16 accumulators), so each converted K vector feeds 4 FMAs, and reduce16
 // folds the 16 dot products at once; the softmax, P x V and the tile walk are
 // the bf16 kernel's.
+// fp8 E4M3 K/V (issue #24 item 5), beside a bf16 or fp16 q, run in the fp16
+// path: 32 bytes at a time become fp16 by the AVX2 kernel's integer steps
+// (cpu_kernel_avx2.cpp widen16) on 32 lanes, then VCVTPH2PS (widen_chunk).
 // Every function that uses the instructions carries a target attribute, so
 // the rest of the binary stays baseline x86-64 and this code runs only after
 // cpu_has_avx512() / cpu_has_avx512_bf16() said so. The bf16 tile, the only
@@ -51,8 +54,10 @@
 #define KVS_AVX512_KERNEL 1
 #if !defined(__clang__)
 // GCC 12's avx512fintrin.h seeds "undefined" vectors with `__m512i __Y = __Y;`,
-// which -Wmaybe-uninitialized flags once inlined (GCC bug 105593, fixed in 13).
+// which -Wmaybe-uninitialized flags once inlined, and -Wuninitialized where the
+// inlining leaves no other path (widen_fp8x32_avx512) (GCC bug 105593, fixed in 13).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #else
 #define KVS_AVX512_KERNEL 0
@@ -86,6 +91,33 @@ static_assert(kernels::kTileTokens == kTile, "the cpu kernels use the device ker
 // Rows past the end of the last tile read this instead of memory that may not
 // exist; their scores are masked to -inf before the softmax.
 alignas(64) const std::uint16_t kZeroRow[256] = {};
+
+// A chunk of a row as fp32 vectors of 16, natural order: fp16 16 elements by
+// VCVTPH2PS; fp8 E4M3 32 elements, times 2^-8 (kFp8ThroughFp16), by the AVX2
+// kernel's widening (cpu_kernel_avx2.cpp widen16, with the argument) on 32
+// lanes of 16 bits: S.EEEE.MMM becomes the fp16 S.0EEEE.MMM0000000, exactly the
+// value / 2^8 with subnormals to subnormals, and NaN (0x7F, 0xFF) a quiet NaN;
+// then VCVTPH2PS on each half. 32 at a time: the integer steps cost the same
+// for 32 elements as for 16, and fp8 rows are decode-bound.
+template <KvRows R>
+constexpr int kChunk = R == KvRows::fp8 ? 32 : 16;
+template <KvRows R>
+KVS_AVX512_INLINE void widen_chunk(const KvRowElement<R>* p, __m512* out) {  // kChunk<R> / 16 vectors
+  static_assert(R != KvRows::bf16, "bf16 rows are read raw (scores) or by shift and mask (P x V)");
+  if constexpr (R == KvRows::fp16) {
+    out[0] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  } else {
+    const __m512i byte = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    const __m512i shifted = _mm512_slli_epi16(byte, 7);
+    const __m512i finite = _mm512_add_epi16(shifted, _mm512_and_si512(shifted, _mm512_set1_epi16(0x4000)));
+    const __m512i all_ones = _mm512_set1_epi16(0x3F80);
+    const __mmask32 nan = _mm512_cmpeq_epi16_mask(_mm512_and_si512(shifted, all_ones), all_ones);
+    const __m512i half =
+        _mm512_mask_mov_epi16(finite, nan, _mm512_or_si512(finite, _mm512_set1_epi16(0x7C00)));
+    out[0] = _mm512_cvtph_ps(_mm512_castsi512_si256(half));
+    out[1] = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(half, 1));
+  }
+}
 
 // exp of x <= 0, 16 lanes (Cephes expf: x = n ln 2 + r with ln 2 in two parts,
 // degree-6 polynomial in r, 2^n by VSCALEFPS); relative error ~1e-7. x is
@@ -141,13 +173,15 @@ KVS_AVX512_INLINE __m512 reduce16(const __m512 (&s)[16]) {
 // On Intel (Emerald Rapids), with NextTilePrefetch already in flight, the
 // pass costs 10-15 %: the tile does not fit L1, so it only moves each line
 // from L2 to L1 twice (dense_tile_reads_pay, cpu_backend.cpp).
-KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16_t* v_base,
-                                  const long long* offsets, int count, int elements) {
+template <typename Element>
+KVS_AVX512_INLINE void touch_tile(const Element* k_base, const Element* v_base, const long long* offsets,
+                                  int count, int elements) {
+  constexpr int kLine = 64 / static_cast<int>(sizeof(Element));  // elements per 64-byte line
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
   const int half = (count + 1) / 2;
   for (int t = 0; t < half; ++t) {
     const int u = t + half < count ? t + half : t;  // an odd count reads its middle row twice
-    for (int e = 0; e < elements; e += 32) {
+    for (int e = 0; e < elements; e += kLine) {
       s0 = _mm512_or_si512(s0, _mm512_loadu_si512(k_base + offsets[t] + e));
       s1 = _mm512_or_si512(s1, _mm512_loadu_si512(v_base + offsets[t] + e));
       s2 = _mm512_or_si512(s2, _mm512_loadu_si512(k_base + offsets[u] + e));
@@ -159,11 +193,11 @@ KVS_AVX512_INLINE void touch_tile(const std::uint16_t* k_base, const std::uint16
 }
 
 // P x V for NH query heads (acc rows of HEAD_DIM floats; bf16: permuted
-// order, fp16: natural) over a tile: 64 dimensions at a time, NH x 4
+// order, fp16 and fp8: natural) over a tile: 64 dimensions at a time, NH x 4
 // accumulators in registers.
-template <int HEAD_DIM, int NH, bool BF16>
+template <int HEAD_DIM, int NH, KvRows R>
 KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile], const float* rescale,
-                                       const std::uint16_t* const* v_rows, int count,
+                                       const KvRowElement<R>* const* v_rows, int count,
                                        NextTilePrefetch& next) {
   const __m512i high_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int d = 0; d < HEAD_DIM; d += 64) {
@@ -175,7 +209,7 @@ KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile]
     }
     for (int t = 0; t < count; ++t) {
       __m512 v[4];
-      if constexpr (BF16) {
+      if constexpr (R == KvRows::bf16) {
         const __m512i r0 = _mm512_loadu_si512(v_rows[t] + d);
         const __m512i r1 = _mm512_loadu_si512(v_rows[t] + d + 32);
         v[0] = _mm512_castsi512_ps(_mm512_slli_epi32(r0, 16));
@@ -183,9 +217,9 @@ KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile]
         v[2] = _mm512_castsi512_ps(_mm512_slli_epi32(r1, 16));
         v[3] = _mm512_castsi512_ps(_mm512_and_si512(r1, high_half));
       } else {
-        for (int i = 0; i < 4; ++i)
-          v[i] =
-              _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v_rows[t] + d + 16 * i)));
+        for (int c = 0; c < 64; c += kChunk<R>) {
+          widen_chunk<R>(v_rows[t] + d + c, v + c / 16);
+        }
       }
       for (int h = 0; h < NH; ++h) {
         const __m512 w = _mm512_set1_ps(weights[h][t]);
@@ -200,9 +234,9 @@ KVS_AVX512_INLINE void weighted_values(float* acc, const float (*weights)[kTile]
 
 // Online softmax over a tile's scores (weights[g][0..count), scaled), then
 // P x V into state: one max and one rescale per head per tile.
-template <int HEAD_DIM, bool BF16>
+template <int HEAD_DIM, KvRows R>
 KVS_AVX512_INLINE void softmax_and_values(int group, int count, float (*weights)[kTile],
-                                          const std::uint16_t* const* v_rows, TaskState& state,
+                                          const KvRowElement<R>* const* v_rows, TaskState& state,
                                           NextTilePrefetch& next) {
   float rescale[kMaxGqa];
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
@@ -233,18 +267,17 @@ KVS_AVX512_INLINE void softmax_and_values(int group, int count, float (*weights)
   // P x V: blocks of 4 heads, then the 1-3 left over.
   int g = 0;
   for (; g + 4 <= group; g += 4)
-    weighted_values<HEAD_DIM, 4, BF16>(state.acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count,
-                                       next);
+    weighted_values<HEAD_DIM, 4, R>(state.acc + g * HEAD_DIM, weights + g, rescale + g, v_rows, count, next);
   float* acc_rest = state.acc + g * HEAD_DIM;
   switch (group - g) {
     case 3:
-      weighted_values<HEAD_DIM, 3, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
+      weighted_values<HEAD_DIM, 3, R>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     case 2:
-      weighted_values<HEAD_DIM, 2, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
+      weighted_values<HEAD_DIM, 2, R>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     case 1:
-      weighted_values<HEAD_DIM, 1, BF16>(acc_rest, weights + g, rescale + g, v_rows, count, next);
+      weighted_values<HEAD_DIM, 1, R>(acc_rest, weights + g, rescale + g, v_rows, count, next);
       break;
     default:
       break;
@@ -284,25 +317,27 @@ KVS_AVX512_BF16 __attribute__((noinline)) void attend_tile_bf16(const std::uint1
       _mm512_store_ps(weights[g] + 16 * b, _mm512_mul_ps(reduce16(dots), scale));
     }
   }
-  softmax_and_values<HEAD_DIM, true>(group, count, weights, v_rows, state, next);
+  softmax_and_values<HEAD_DIM, KvRows::bf16>(group, count, weights, v_rows, state, next);
 }
 
-// fp16 scores of NH query heads (q rows of HEAD_DIM floats, scale folded in)
-// over 4 tokens [t0, t0 + 4): each K vector is widened once and feeds NH
+// fp16 / fp8 scores of NH query heads (q rows of HEAD_DIM floats, scale folded
+// in) over 4 tokens [t0, t0 + 4): each K vector is widened once and feeds NH
 // FMAs; the NH x 4 dot products (index 4h + i) are folded by one reduce16.
-template <int HEAD_DIM, int NH>
-KVS_AVX512_INLINE void scores4_fp16(const float* q, const std::uint16_t* const* k_rows, int t0,
-                                    float (*out)[kTile], NextTilePrefetch& next) {
+template <int HEAD_DIM, int NH, KvRows R>
+KVS_AVX512_INLINE void scores4(const float* q, const KvRowElement<R>* const* k_rows, int t0,
+                               float (*out)[kTile], NextTilePrefetch& next) {
   next.issue();
   __m512 s[16];
   for (int i = 0; i < 16; ++i) s[i] = _mm512_setzero_ps();
-  for (int d = 0; d < HEAD_DIM; d += 16) {
-    __m512 k[4];
-    for (int i = 0; i < 4; ++i)
-      k[i] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k_rows[t0 + i] + d)));
+  constexpr int kVectors = kChunk<R> / 16;
+  for (int d = 0; d < HEAD_DIM; d += kChunk<R>) {
+    __m512 k[4][kVectors];
+    for (int i = 0; i < 4; ++i) widen_chunk<R>(k_rows[t0 + i] + d, k[i]);
     for (int h = 0; h < NH; ++h) {
-      const __m512 qv = _mm512_load_ps(q + h * HEAD_DIM + d);
-      for (int i = 0; i < 4; ++i) s[4 * h + i] = _mm512_fmadd_ps(qv, k[i], s[4 * h + i]);
+      for (int j = 0; j < kVectors; ++j) {
+        const __m512 qv = _mm512_load_ps(q + h * HEAD_DIM + d + 16 * j);
+        for (int i = 0; i < 4; ++i) s[4 * h + i] = _mm512_fmadd_ps(qv, k[i][j], s[4 * h + i]);
+      }
     }
   }
   alignas(64) float sums[16];
@@ -312,52 +347,68 @@ KVS_AVX512_INLINE void scores4_fp16(const float* q, const std::uint16_t* const* 
   }
 }
 
-// One fp16 tile of one KV head: scores of every 16-token vector the softmax
-// reads (rows past count are kZeroRow, masked there), then softmax and P x V.
-template <int HEAD_DIM>
-KVS_AVX512_INLINE void attend_tile_fp16(const float* q, int group, const std::uint16_t* const* k_rows,
-                                        const std::uint16_t* const* v_rows, int count, TaskState& state,
-                                        NextTilePrefetch& next) {
+// One fp16 or fp8 tile of one KV head: scores of every 16-token vector the
+// softmax reads (rows past count are kZeroRow, masked there), then softmax and
+// P x V.
+template <int HEAD_DIM, KvRows R>
+KVS_AVX512_INLINE void attend_tile_widened(const float* q, int group, const KvRowElement<R>* const* k_rows,
+                                           const KvRowElement<R>* const* v_rows, int count, TaskState& state,
+                                           NextTilePrefetch& next) {
   alignas(64) float weights[kMaxGqa][kTile];
   const int tokens = (count + 15) / 16 * 16;
   for (int t0 = 0; t0 < tokens; t0 += 4) {
     int g = 0;
-    for (; g + 4 <= group; g += 4) scores4_fp16<HEAD_DIM, 4>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+    for (; g + 4 <= group; g += 4) scores4<HEAD_DIM, 4, R>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
     switch (group - g) {
       case 3:
-        scores4_fp16<HEAD_DIM, 3>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        scores4<HEAD_DIM, 3, R>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
         break;
       case 2:
-        scores4_fp16<HEAD_DIM, 2>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        scores4<HEAD_DIM, 2, R>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
         break;
       case 1:
-        scores4_fp16<HEAD_DIM, 1>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
+        scores4<HEAD_DIM, 1, R>(q + g * HEAD_DIM, k_rows, t0, weights + g, next);
         break;
       default:
         break;
     }
   }
-  softmax_and_values<HEAD_DIM, false>(group, count, weights, v_rows, state, next);
+  softmax_and_values<HEAD_DIM, R>(group, count, weights, v_rows, state, next);
 }
 
-template <int HEAD_DIM, bool BF16>
+// Q_BF16: q is bf16 (else fp16); bf16 rows come with a bf16 q, fp16 rows with
+// an fp16 one, fp8 rows with either.
+template <int HEAD_DIM, KvRows R, bool Q_BF16>
 KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                        int end, TaskState* states, bool dense_tile_reads) {
-  const std::uint16_t* k_rows[kTile];
-  const std::uint16_t* v_rows[kTile];
+  static_assert(R != KvRows::bf16 || Q_BF16, "bf16 rows come with a bf16 q");
+  static_assert(R != KvRows::fp16 || !Q_BF16, "fp16 rows come with an fp16 q");
+  using Element = KvRowElement<R>;
+  const Element* k_rows[kTile];
+  const Element* v_rows[kTile];
   long long offsets[kTile];
   const int group = p.q_per_kv;
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
-  // fp16: q of every head of the task in fp32, scale folded in once.
+  // fp16 / fp8 rows: q of every head of the task in fp32, natural order, with
+  // the softmax scale and K's dequantization scale (1 unless fp8) folded in
+  // once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale), and for
+  // fp8 rows the 2^8 that widen_chunk takes off K.
   float* q_float = nullptr;
-  if constexpr (!BF16) {
+  if constexpr (R != KvRows::bf16) {
     const std::size_t q_floats =
         static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
     q_float = task_q_scratch(q_floats);
-    const __m512 scale = _mm512_set1_ps(p.scale);
+    const float q_scale = p.scale * p.k_scale;
+    const __m512 scale = _mm512_set1_ps(R == KvRows::fp8 ? q_scale * kFp8ThroughFp16 : q_scale);
     for (std::size_t i = 0; i < q_floats; i += 16) {
-      const __m512 wide = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_task + i)));
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_task + i));
+      __m512 wide;
+      if constexpr (Q_BF16) {
+        wide = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+      } else {
+        wide = _mm512_cvtph_ps(raw);
+      }
       _mm512_store_ps(q_float + i, _mm512_mul_ps(wide, scale));
     }
   }
@@ -369,50 +420,51 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
     std::fill(states[h].acc, states[h].acc + group * HEAD_DIM, 0.0f);
   }
   const std::int32_t* block_table = p.block_tables + static_cast<long long>(seq) * p.max_blocks_per_seq;
-  const auto* k_cache = static_cast<const std::uint16_t*>(p.k_cache) + first_kv_head * HEAD_DIM;
-  const auto* v_cache = static_cast<const std::uint16_t*>(p.v_cache) + first_kv_head * HEAD_DIM;
+  const auto* k_cache = static_cast<const Element*>(p.k_cache) + first_kv_head * HEAD_DIM;
+  const auto* v_cache = static_cast<const Element*>(p.v_cache) + first_kv_head * HEAD_DIM;
 
   // The next tile's lines go out from inside the compute (NextTilePrefetch,
   // cpu_kernel.hpp), spread over each head's issue points: per 16 scores of a
-  // query head (bf16) or per 4 tokens of a block of 4 heads (fp16), and per 64
-  // dimensions of P x V per block of 4 heads.
+  // query head (bf16) or per 4 tokens of a block of 4 heads (fp16, fp8), and
+  // per 64 dimensions of P x V per block of 4 heads.
   const int blocks = (group + 3) / 4;
-  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, 2, end);
+  NextTilePrefetch next(p, block_table, k_cache, v_cache, kv_head_count * HEAD_DIM, sizeof(Element), end);
   for (int tile_start = begin; tile_start < end; tile_start += kTile) {
     const int count = std::min(kTile, end - tile_start);
     row_offsets(p, block_table, tile_start, count, 0, offsets);
     const int vectors = (count + 15) / 16;
-    const int score_points = BF16 ? group * vectors : blocks * vectors * 4;
+    const int score_points = R == KvRows::bf16 ? group * vectors : blocks * vectors * 4;
     const int issue_points = kv_head_count * (score_points + blocks * (HEAD_DIM / 64));
     next.queue_after(tile_start, issue_points);
     // Where it pays, read the tile's rows of every head of the task in
     // address order before computing on them (see the file comment).
     if (dense_tile_reads) touch_tile(k_cache, v_cache, offsets, count, kv_head_count * HEAD_DIM);
-    for (int t = count; t < kTile; ++t) k_rows[t] = kZeroRow;
+    for (int t = count; t < kTile; ++t) k_rows[t] = reinterpret_cast<const Element*>(kZeroRow);
     for (int h = 0; h < kv_head_count; ++h) {
       for (int t = 0; t < count; ++t) {
         k_rows[t] = k_cache + offsets[t] + h * HEAD_DIM;
         v_rows[t] = v_cache + offsets[t] + h * HEAD_DIM;
       }
-      if constexpr (BF16) {
+      if constexpr (R == KvRows::bf16) {
         attend_tile_bf16<HEAD_DIM>(q_task + static_cast<long long>(h) * group * HEAD_DIM, group, p.scale,
                                    k_rows, v_rows, count, states[h], next);
       } else {
-        attend_tile_fp16<HEAD_DIM>(
+        attend_tile_widened<HEAD_DIM, R>(
             q_float + static_cast<std::size_t>(h) * static_cast<std::size_t>(group) * HEAD_DIM, group, k_rows,
             v_rows, count, states[h], next);
       }
     }
     next.finish();
   }
+  if constexpr (R == KvRows::fp8) unscale_fp8_accumulators(states, kv_head_count, group * HEAD_DIM);
 }
 
-template <bool BF16>
-void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
-                  int end, TaskState* states, bool dense_tile_reads) {
+template <KvRows R, bool Q_BF16>
+void attend_rows(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
+                 int end, TaskState* states, bool dense_tile_reads) {
   dispatch_head_dim(p.head_dim, [&](auto head_dim) {
-    attend<decltype(head_dim)::value, BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
-                                            dense_tile_reads);
+    attend<decltype(head_dim)::value, R, Q_BF16>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                                 dense_tile_reads);
   });
 }
 
@@ -420,12 +472,27 @@ void attend_dtype(const PagedDecodeParams& p, int seq, int first_kv_head, int kv
 
 void attend_avx512_bf16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                         int end, TaskState* states, bool dense_tile_reads) {
-  attend_dtype<true>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
+  attend_rows<KvRows::bf16, true>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
 }
 
 void attend_avx512_fp16(const PagedDecodeParams& p, int seq, int first_kv_head, int kv_head_count, int begin,
                         int end, TaskState* states, bool dense_tile_reads) {
-  attend_dtype<false>(p, seq, first_kv_head, kv_head_count, begin, end, states, dense_tile_reads);
+  if (p.kv_type == kernels::KvType::fp8_e4m3) {
+    if (p.dtype == kernels::ElementType::bf16)
+      return attend_rows<KvRows::fp8, true>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                            dense_tile_reads);
+    return attend_rows<KvRows::fp8, false>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                           dense_tile_reads);
+  }
+  attend_rows<KvRows::fp16, false>(p, seq, first_kv_head, kv_head_count, begin, end, states,
+                                   dense_tile_reads);
+}
+
+KVS_AVX512 void widen_fp8x32_avx512(const std::uint8_t* bytes, float* out) {
+  __m512 wide[2];
+  widen_chunk<KvRows::fp8>(bytes, wide);
+  _mm512_storeu_ps(out, _mm512_mul_ps(wide[0], _mm512_set1_ps(kFp8ThroughFp16)));
+  _mm512_storeu_ps(out + 16, _mm512_mul_ps(wide[1], _mm512_set1_ps(kFp8ThroughFp16)));
 }
 
 #else  // not x86-64 with GCC or clang: the portable kernel only
@@ -437,6 +504,9 @@ void attend_avx512_bf16(const kernels::PagedDecodeParams&, int, int, int, int, i
   throw DeviceError("cpu: the AVX-512 BF16 kernel is not compiled for this architecture");
 }
 void attend_avx512_fp16(const kernels::PagedDecodeParams&, int, int, int, int, int, TaskState*, bool) {
+  throw DeviceError("cpu: the AVX-512 kernel is not compiled for this architecture");
+}
+void widen_fp8x32_avx512(const std::uint8_t*, float*) {
   throw DeviceError("cpu: the AVX-512 kernel is not compiled for this architecture");
 }
 

@@ -7,8 +7,8 @@
 // an exact integer decode; fixed HEAD_DIM; scores for 2 heads x 4 tokens per pass with
 // one shuffle reduction; a vector exp per tile), prefetches the next tile from inside
 // the compute (NextTilePrefetch), and the hot entry point is cloned for x86-64-v3
-// (AVX2 + FMA) with a baseline fallback. It runs fp8 K/V on every CPU and everything
-// where the CPU lacks AVX2 (cpu_kernel_avx2.cpp) and AVX-512 (cpu_kernel_avx512.cpp).
+// (AVX2 + FMA) with a baseline fallback. It runs everything where the CPU lacks AVX2
+// (cpu_kernel_avx2.cpp), and whatever --cpu-kernel portable asks for.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
