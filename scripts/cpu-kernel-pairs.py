@@ -12,10 +12,14 @@ stops the script (exit 1).
 
 With --against OTHER_KVSIGHT, every path also runs on a second binary (a build before a change, say)
 inside the same rounds, next to the first, so that a before / after comparison meets the same drift;
-the table then has a row per (path, binary). --fp8 adds fp8 E4M3 K/V with bf16 and with fp16 q (the
-portable kernel, which runs fp8 on every CPU).
+the table then has a row per (path, binary). --fp8 adds fp8 E4M3 K/V with bf16 and with fp16 q, on each
+kernel that reads them (avx512-fp16 and avx2 widen E4M3 through fp16; auto gives fp8 K/V fp16's kernel).
 
-Usage: cpu-kernel-pairs.py KVSIGHT [ROUNDS=6] [--context N] [--against OTHER_KVSIGHT] [--fp8] [--markdown]
+--kernels LIST (comma-separated, of avx512-bf16, avx512-fp16, avx2, portable) keeps only those kernels, so a
+change to one kernel can be measured in more rounds in the same time.
+
+Usage: cpu-kernel-pairs.py KVSIGHT [ROUNDS=6] [--context N] [--against OTHER_KVSIGHT] [--fp8] [--kernels LIST]
+                           [--markdown]
 Prints the CPU (model name and the AVX-512 flags it has) and one row per (dtype, kernel[, binary]).
 """
 import json
@@ -25,7 +29,7 @@ import sys
 
 PATHS = [("bf16", "avx512-bf16"), ("bf16", "avx2"), ("bf16", "portable"),
          ("fp16", "avx512-fp16"), ("fp16", "avx2"), ("fp16", "portable")]
-FP8_PATHS = [("bf16/fp8_e4m3", "portable"), ("fp16/fp8_e4m3", "portable")]
+FP8_PATHS = [(q + "/fp8_e4m3", kernel) for q in ("bf16", "fp16") for kernel in ("avx512-fp16", "avx2", "portable")]
 
 
 def cpu_model():
@@ -73,26 +77,35 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     binaries = [argv[1]]
-    rounds, context, fp8 = 6, 32768, False
+    rounds, context, fp8, kernels = 6, 32768, False, None
     rest = argv[2:]
     if rest and rest[0].isdigit():
         rounds = int(rest.pop(0))
     while rest:
         option = rest.pop(0)
-        if option in ("--context", "--against") and rest:
+        if option in ("--context", "--against", "--kernels") and rest:
             value = rest.pop(0)
             if option == "--context":
                 context = int(value)
+            elif option == "--kernels":
+                kernels = value.split(",")
+                known = {kernel for _, kernel in PATHS}
+                if not kernels or not set(kernels) <= known:
+                    print(f"cpu-kernel-pairs: --kernels '{value}': allowed: {', '.join(sorted(known))} "
+                          "(comma-separated)", file=sys.stderr)
+                    return 2
             else:
                 binaries.append(value)
         elif option == "--fp8":
             fp8 = True
         elif option != "--markdown":
             print(f"cpu-kernel-pairs: unknown option '{option}'; allowed: ROUNDS, --context N, "
-                  "--against KVSIGHT, --fp8, --markdown", file=sys.stderr)
+                  "--against KVSIGHT, --fp8, --kernels LIST, --markdown", file=sys.stderr)
             return 2
     model, flags = cpu_model()
-    paths = [p for p in PATHS if supported(p[1], flags)] + (FP8_PATHS if fp8 else [])
+    paths = [p for p in PATHS + (FP8_PATHS if fp8 else []) if supported(p[1], flags)]
+    if kernels is not None:
+        paths = [p for p in paths if p[1] in kernels]
     runs = [(path, binary) for path in paths for binary in binaries]
     results = {r: [] for r in runs}
     for r in range(rounds):
