@@ -50,30 +50,56 @@ build_targets=()
 for t in "${TARGETS[@]}"; do build_targets+=(--target "fuzz_$t"); done
 cmake --build "$BUILD_DIR" -j "$JOBS" "${build_targets[@]}"
 
-status=0
-for t in "${TARGETS[@]}"; do
-  seeds="fuzz/corpus/$t"
-  work="$BUILD_DIR/corpus/$t"          # grows as the fuzzer finds new coverage; seeds stay untouched
-  artifacts="$BUILD_DIR/artifacts/$t/"
+# Runs one target for its time into its log; returns the fuzzer's exit status.
+run_target() {
+  local t=$1
+  local work="$BUILD_DIR/corpus/$t"          # grows as the fuzzer finds new coverage; seeds stay untouched
+  local artifacts="$BUILD_DIR/artifacts/$t/"
   mkdir -p "$work" "$artifacts"
-  log="$BUILD_DIR/fuzz-$t.log"
-  echo "fuzz: $t for ${FUZZ_RUNS:-${SECONDS_PER_TARGET}s} ${FUZZ_RUNS:+executions }(log $log)"
-  set +e
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
     nice -n "$NICE" "$BUILD_DIR/fuzz/fuzz_$t" "${limit[@]}" -timeout="${FUZZ_TIMEOUT:-5}" -rss_limit_mb=2048 \
     -max_len="$MAX_LEN" -dict="fuzz/$t.dict" -artifact_prefix="$artifacts" -print_final_stats=1 \
-    "$work" "$seeds" >"$log" 2>&1
-  rc=$?
-  set -e
+    "$work" "fuzz/corpus/$t" >"$BUILD_DIR/fuzz-$t.log" 2>&1
+}
+
+# Says how target $1 ended (its fuzzer exited $2); returns 1 on a finding.
+report() {
+  local t=$1 rc=$2
+  local log="$BUILD_DIR/fuzz-$t.log" work="$BUILD_DIR/corpus/$t" artifacts="$BUILD_DIR/artifacts/$t/"
+  local execs
   execs=$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')
   if ((rc != 0)); then
     echo "fuzz: FINDING in $t (exit $rc) after $execs executions; artifacts in $artifacts" >&2
     grep -E 'ERROR|SUMMARY|finding|runtime error|uncaught|deadly|Test unit written' "$log" | head -20 >&2 || true
-    status=1
-  else
-    secs=$(grep -E '^stat::' "$log" >/dev/null && grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{print $5}' | tail -1)
-    echo "fuzz: $t ok, $execs executions in ${secs:-$SECONDS_PER_TARGET}s, corpus $(ls "$work" | wc -l) inputs"
+    return 1
   fi
+  local secs
+  secs=$(grep -E '^stat::' "$log" >/dev/null && grep -oE 'Done [0-9]+ runs in [0-9]+ second' "$log" | awk '{print $5}' | tail -1)
+  echo "fuzz: $t ok, $execs executions in ${secs:-$SECONDS_PER_TARGET}s, corpus $(ls "$work" | wc -l) inputs"
+}
+
+# JOBS targets at a time (each fuzzer is one process on one core), reported in
+# order once their batch is done: with 2 cores the 6-target smoke takes 3 slots
+# of SECONDS instead of 6.
+status=0
+batch=()
+pids=()
+finish_batch() {
+  local i rc
+  for i in "${!pids[@]}"; do
+    if wait "${pids[$i]}"; then rc=0; else rc=$?; fi
+    report "${batch[$i]}" "$rc" || status=1
+  done
+  batch=()
+  pids=()
+}
+for t in "${TARGETS[@]}"; do
+  echo "fuzz: $t for ${FUZZ_RUNS:-${SECONDS_PER_TARGET}s} ${FUZZ_RUNS:+executions }(log $BUILD_DIR/fuzz-$t.log)"
+  run_target "$t" &
+  pids+=($!)
+  batch+=("$t")
+  if ((${#pids[@]} >= JOBS)); then finish_batch; fi
 done
+finish_batch
 exit $status
