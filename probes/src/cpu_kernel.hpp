@@ -62,6 +62,18 @@ struct TaskState {
   float running_sum[kernels::kMaxGqa];
 };
 
+// What every kernel multiplies q by once per task: the softmax scale and K's
+// dequantization scale (1 unless fp8) folded together (paged_decode_params.hpp:
+// FlashInfer's sm_scale *= k_scale).
+inline float task_q_scale(const kernels::PagedDecodeParams& p) { return p.scale * p.k_scale; }
+
+// task_q_scale for an AVX kernel reading rows R: fp8 rows, widened through
+// binary16, also take K's share of kFp8ThroughFp16.
+template <KvRows R>
+float avx_task_q_scale(const kernels::PagedDecodeParams& p) {
+  return R == KvRows::fp8 ? task_q_scale(p) * kFp8ThroughFp16 : task_q_scale(p);
+}
+
 // V's share of kFp8ThroughFp16: the first `floats` accumulators of each of a
 // task's heads times 2^8.
 inline void unscale_fp8_accumulators(TaskState* states, int kv_head_count, int floats) {

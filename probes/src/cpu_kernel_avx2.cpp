@@ -344,16 +344,13 @@ KVS_AVX2 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, int
   long long offsets[kTile];
   const int group = p.q_per_kv;
   // q of every head of the task in fp32, in the order widen16 leaves K in,
-  // with the softmax scale and K's dequantization scale (1 unless fp8) folded
-  // in once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale), and
-  // for fp8 rows the 2^8 that widen16 takes off K.
+  // avx_task_q_scale folded in once.
   const std::size_t q_floats =
       static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
   float* q = task_q_scratch(q_floats);
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
-  const float q_scale = p.scale * p.k_scale;
-  const __m256 scale = _mm256_set1_ps(R == KvRows::fp8 ? q_scale * kFp8ThroughFp16 : q_scale);
+  const __m256 scale = _mm256_set1_ps(avx_task_q_scale<R>(p));
   if constexpr (R == KvRows::bf16) {
     for (std::size_t i = 0; i < q_floats; i += 16) {  // even/odd order, as K and V
       const Wide16 w = widen16<KvRows::bf16>(q_task + i);

@@ -390,17 +390,14 @@ KVS_AVX512 void attend(const PagedDecodeParams& p, int seq, int first_kv_head, i
   const int group = p.q_per_kv;
   const auto* q_task = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
-  // fp16 / fp8 rows: q of every head of the task in fp32, natural order, with
-  // the softmax scale and K's dequantization scale (1 unless fp8) folded in
-  // once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale), and for
-  // fp8 rows the 2^8 that widen_chunk takes off K.
+  // fp16 / fp8 rows: q of every head of the task in fp32, natural order,
+  // avx_task_q_scale folded in once.
   float* q_float = nullptr;
   if constexpr (R != KvRows::bf16) {
     const std::size_t q_floats =
         static_cast<std::size_t>(kv_head_count) * static_cast<std::size_t>(group) * HEAD_DIM;
     q_float = task_q_scratch(q_floats);
-    const float q_scale = p.scale * p.k_scale;
-    const __m512 scale = _mm512_set1_ps(R == KvRows::fp8 ? q_scale * kFp8ThroughFp16 : q_scale);
+    const __m512 scale = _mm512_set1_ps(avx_task_q_scale<R>(p));
     for (std::size_t i = 0; i < q_floats; i += 16) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q_task + i));
       __m512 wide;

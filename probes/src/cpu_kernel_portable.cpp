@@ -273,9 +273,7 @@ template <int HEAD_DIM, bool BF16, bool FP8>
   const auto* q_data = static_cast<const std::uint16_t*>(p.q) +
                        (static_cast<long long>(seq) * p.num_kv_heads + first_kv_head) * group * HEAD_DIM;
   for (int g = group; g < padded_group; ++g) rescales[g] = 0.0f;
-  // The softmax scale and K's dequantization scale (1 unless fp8) are folded into
-  // q once (paged_decode_params.hpp: FlashInfer's sm_scale *= k_scale).
-  const float scale = p.scale * p.k_scale;
+  const float scale = task_q_scale(p);  // folded into q once
   for (int h = 0; h < kv_head_count; ++h) {
     QRows* q_head = q + h * padded_group;
     TaskState& state = states[h];
